@@ -1,0 +1,90 @@
+#include "coordinator/cli.h"
+
+#include <charconv>
+
+#include "core/error.h"
+
+namespace devmap {
+
+const char* usage_text() {
+  return R"(usage: coordinator [SUBCOMMAND] CONFIG [options]
+
+Runs a devmap job: reads CONFIG (YAML: model, data, training settings and
+device map), launches one worker process per device and drives the job.
+
+Subcommands:
+  train        train the model (the default when the config's job is train)
+  (none)       run the config's `job`
+
+Options:
+  --set KEY=VALUE   override one value of the config, e.g. --set train.epochs=1
+                    (dotted path; ops as model.ops.NAME.ATTR); repeatable
+  --metrics FILE    append JSON-lines metrics to FILE (default:
+                    runs/<config>/<time>-<pid>/metrics.jsonl); the resolved
+                    config is written beside it as <FILE stem>.config.yaml
+  --log-every N     a step metrics line every N steps (default 100)
+  --param-stats     log each parameter's gradient and update norm at step 1
+  --worker-dir DIR  where worker_cpu lives (default: beside coordinator, or
+                    $DEVMAP_WORKER_DIR)
+  --version         print the version and exit
+  -h, --help        this text
+
+Exit status: 0 success, 1 a run failed, 2 bad input (config, data, options),
+130 interrupted by SIGINT, 143 by SIGTERM.
+Config reference: docs/CONFIG.md
+)";
+}
+
+namespace {
+
+int64_t parse_positive(const std::string& flag, const std::string& v) {
+  int64_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || p != v.data() + v.size() || n < 1)
+    throw_invalid(flag + " needs a positive integer, got '" + v + "' (see --help)");
+  return n;
+}
+
+}  // namespace
+
+CommandLine parse_command_line(int argc, char** argv) {
+  CommandLine cl;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw_invalid(arg + " needs a value (see --help)");
+      return argv[++i];
+    };
+    if (arg == "-h" || arg == "--help") cl.help = true;
+    else if (arg == "--version") cl.version = true;
+    else if (arg == "--set") cl.overrides.push_back(value());
+    else if (arg.rfind("--set=", 0) == 0) cl.overrides.push_back(arg.substr(6));
+    else if (arg == "--metrics") cl.run.metrics_path = value();
+    else if (arg == "--log-every") cl.run.log_every = parse_positive(arg, value());
+    else if (arg == "--param-stats") cl.run.param_stats = true;
+    else if (arg == "--worker-dir") cl.run.worker_dir = value();
+    else if (arg.size() > 1 && arg[0] == '-') throw_invalid("unknown option '" + arg + "' (see --help)");
+    else positional.push_back(arg);
+  }
+  if (cl.help || cl.version) return cl;
+  static const std::vector<std::string> kSubcommands = {"train"};
+  if (!positional.empty()) {
+    for (const auto& s : kSubcommands)
+      if (positional[0] == s) {
+        cl.subcommand = s;
+        positional.erase(positional.begin());
+        break;
+      }
+  }
+  if (positional.empty()) throw_invalid("no config file given (see --help)");
+  if (positional.size() > 1) {
+    if (positional[0] == "predict" || positional[0] == "plan")
+      throw_invalid("subcommand '" + positional[0] + "' is not available in this build (known: train)");
+    throw_invalid("unexpected argument '" + positional[1] + "' (see --help)");
+  }
+  cl.config_path = positional[0];
+  return cl;
+}
+
+}  // namespace devmap

@@ -1,0 +1,70 @@
+// Config: the resolved contents of one YAML file (after --set overrides),
+// validated. Everything downstream trusts it. docs/CONFIG.md documents every
+// key; keep the two in step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "core/kernel.h"
+
+namespace devmap {
+
+enum class DeviceKind { kCpu, kGpu };
+
+struct DeviceSpec {
+  std::string name;  // "cpu:0", "gpu:0"
+  DeviceKind kind = DeviceKind::kCpu;
+  int index = 0;
+  int threads = 1;           // threads of this device's worker (its pool and OpenBLAS)
+  int64_t memory_limit = 0;  // bytes; 0 = no limit
+  SourceLoc loc;
+};
+
+struct DataConfig {
+  // MNIST-format (IDX) files, gzip or plain. Defaults: Debian's
+  // dataset-fashion-mnist in /usr/share/datasets/fashion-mnist.
+  std::string train_images, train_labels, test_images, test_labels;
+  int64_t train_limit = 0;  // use only the first N training samples (0 = all)
+  int64_t test_limit = 0;   // use only the first N test samples (0 = all)
+};
+
+struct TrainConfig {
+  int64_t epochs = 1;
+  int64_t batch_size = 64;
+  int64_t eval_batch_size = 256;
+  int64_t max_steps = 0;  // stop after this many steps in total (0 = no limit)
+  uint64_t seed = 0;
+  bool shuffle = true;
+  OptimizerConfig optimizer;
+};
+
+struct Config {
+  std::string path;  // the YAML file as given
+  std::string job = "train";  // "train" or "predict"
+  Graph graph;                // ops in order, shapes inferred, each op's device set
+  DataConfig data;
+  TrainConfig train;
+  std::vector<DeviceSpec> devices;  // declared devices, in file order
+  std::string default_device;
+
+  // The YAML after overrides, as text: written beside each run's metrics.
+  std::string resolved_yaml;
+
+  const DeviceSpec* find_device(const std::string& name) const;
+};
+
+// Loads, applies `overrides` ("train.epochs=1", applied in order), validates
+// and builds the graph. Throws devmap::Error (kInvalidInput) whose message
+// starts with "file:line:col: " for every mistake in the file, and
+// "--set KEY=VALUE: " for a bad override.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The same, from text (for tests and fuzzing); `name` is used in messages.
+Config load_config_text(const std::string& text, const std::string& name,
+                        const std::vector<std::string>& overrides = {});
+
+}  // namespace devmap

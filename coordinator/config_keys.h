@@ -1,0 +1,30 @@
+// The keys a config may hold, per section: one list that both validation
+// and --set overrides check against. docs/CONFIG.md documents each key.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace devmap::config_keys {
+
+inline const std::vector<std::string> kTop = {"job", "model", "data", "train", "devices", "device_map"};
+inline const std::vector<std::string> kModel = {"ops"};
+inline const std::vector<std::string> kData = {"train_images", "train_labels", "test_images",
+                                               "test_labels",  "train_limit",  "test_limit"};
+inline const std::vector<std::string> kTrain = {"epochs",  "batch_size", "eval_batch_size", "max_steps",
+                                                "seed",    "shuffle",    "optimizer"};
+// Every optimizer key; each type accepts a subset (see config.cpp).
+inline const std::vector<std::string> kOptimizer = {"type",  "learning_rate", "momentum", "weight_decay",
+                                                    "beta1", "beta2",         "epsilon"};
+inline const std::vector<std::string> kDevice = {"threads", "memory_limit"};
+inline const std::vector<std::string> kDeviceMap = {"default"};
+// An op's own keys; all others are the op's attributes.
+inline const std::vector<std::string> kOp = {"name", "op", "inputs", "device"};
+
+inline const std::vector<std::string> kJobs = {"train", "predict"};
+inline const std::vector<std::string> kOptimizerTypes = {"sgd", "momentum", "adam"};
+
+// Where Debian's dataset-fashion-mnist puts Fashion-MNIST.
+inline const std::string kDatasetDir = "/usr/share/datasets/fashion-mnist/";
+
+}  // namespace devmap::config_keys

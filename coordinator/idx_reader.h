@@ -1,0 +1,36 @@
+// Readers for MNIST-format IDX files (gzip-compressed or plain), as Debian's
+// dataset-fashion-mnist ships them: a big-endian header (magic, counts)
+// followed by uint8 data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace devmap {
+
+struct ImageSet {
+  int64_t count = 0, rows = 0, cols = 0;
+  std::vector<float> pixels;  // count*rows*cols, row-major per image, scaled to [0, 1] (byte / 255)
+};
+
+// Reads an image file (magic 0x00000803: count, rows, cols, then pixels).
+// limit > 0 reads only the first `limit` images. Throws devmap::Error
+// (kInvalidInput) naming the path for a missing or unreadable file, a wrong
+// magic number, a truncated file, or (when the whole file is read) bytes
+// beyond what the header announces.
+ImageSet load_idx_images(const std::string& path, int64_t limit = 0);
+
+// Reads a label file (magic 0x00000801: count, then one byte per label).
+// Same limit and errors as load_idx_images.
+std::vector<uint8_t> load_idx_labels(const std::string& path, int64_t limit = 0);
+
+// An image file and its label file, checked to hold the same number of
+// samples (after `limit`).
+struct LabeledImages {
+  ImageSet images;
+  std::vector<uint8_t> labels;
+};
+LabeledImages load_idx_dataset(const std::string& images_path, const std::string& labels_path, int64_t limit = 0);
+
+}  // namespace devmap

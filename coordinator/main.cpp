@@ -1,0 +1,42 @@
+// coordinator: reads a config, launches one worker per device, runs the job.
+#include <iostream>
+
+#include "coordinator/cli.h"
+#include "coordinator/config.h"
+#include "coordinator/signals.h"
+#include "coordinator/train_job.h"
+
+#ifndef DEVMAP_VERSION
+#define DEVMAP_VERSION "dev"
+#endif
+
+int main(int argc, char** argv) {
+  using namespace devmap;
+  install_interrupt_handlers();
+  try {
+    CommandLine cl = parse_command_line(argc, argv);
+    if (cl.help) {
+      std::cout << usage_text();
+      return 0;
+    }
+    if (cl.version) {
+      std::cout << "devmap " << DEVMAP_VERSION << "\n";
+      return 0;
+    }
+    Config config = load_config(cl.config_path, cl.overrides);
+    std::string job = cl.subcommand.empty() ? config.job : cl.subcommand;
+    if (job != "train")
+      throw_invalid(cl.config_path + ": job '" + job + "' is not available in this build (known: train)");
+    return run_train(config, cl.run);
+  } catch (const Error& e) {
+    if (int sig = interrupt_signal()) {
+      std::cerr << "devmap: interrupted by signal " << sig << "; stopped the workers and removed the run's files\n";
+      return 128 + sig;
+    }
+    std::cerr << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "devmap: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,38 @@
+// RunResources: the names a run owns outside its own memory: a run id, a
+// private directory for ZeroMQ ipc socket files (mode 0700, created
+// exclusively) and the shared-memory segments created under that id. The
+// destructor removes all of them, so every exit path that unwinds cleans
+// up; signal handlers only set a flag and let the run loop unwind.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace devmap {
+
+class RunResources {
+ public:
+  RunResources();  // makes a new run id and its socket directory
+  ~RunResources();
+  RunResources(const RunResources&) = delete;
+  RunResources& operator=(const RunResources&) = delete;
+
+  // "<pid>-<16 hex digits>": unique per run, starts with the owner's pid.
+  const std::string& run_id() const { return run_id_; }
+  // A path for an ipc socket file inside the private directory.
+  std::string socket_path(const std::string& name) const;
+  // The shared-memory segment name for `purpose` ("devmap-<run id>-<purpose>").
+  std::string segment_name(const std::string& purpose) const;
+  const std::string& directory() const { return dir_; }
+
+  // Prefix that every devmap shared-memory segment name starts with.
+  static constexpr const char* kSegmentPrefix = "devmap-";
+
+ private:
+  std::string run_id_;
+  std::string dir_;
+};
+
+}  // namespace devmap

@@ -1,0 +1,316 @@
+#include "coordinator/train_job.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/version.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <zlib.h>
+#include <zmq.h>
+
+#include "coordinator/dataset.h"
+#include "coordinator/metrics_log.h"
+#include "coordinator/progress_bar.h"
+#include "coordinator/signals.h"
+#include "coordinator/worker_group.h"
+#include "core/process_stats.h"
+#include "transport/shm_segment.h"
+
+#ifndef DEVMAP_VERSION
+#define DEVMAP_VERSION "dev"
+#endif
+
+namespace devmap {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string library_versions_json() {
+  int major = 0, minor = 0, patch = 0;
+  zmq_version(&major, &minor, &patch);
+  JsonObject v;
+  v.add("devmap", DEVMAP_VERSION);
+  v.add("zeromq", std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch));
+  v.add("boost", std::to_string(BOOST_VERSION / 100000) + "." + std::to_string(BOOST_VERSION / 100 % 1000) + "." +
+                     std::to_string(BOOST_VERSION % 100));
+  v.add("zlib", zlibVersion());
+#ifdef DEVMAP_YAML_CPP_VERSION
+  v.add("yaml-cpp", DEVMAP_YAML_CPP_VERSION);
+#endif
+  return v.str();
+}
+
+std::string worker_program(const RunOptions& options, DeviceKind kind) {
+  std::string name = kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
+  std::filesystem::path dir = options.worker_dir;
+  if (dir.empty()) {
+    if (const char* env = std::getenv("DEVMAP_WORKER_DIR")) dir = env;
+    else dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  }
+  std::filesystem::path p = dir / name;
+  if (::access(p.c_str(), X_OK) != 0)
+    throw_runtime("cannot find the worker program " + p.string() + " (build it, or set DEVMAP_WORKER_DIR)");
+  return p.string();
+}
+
+// Today a model runs on one device; splitting across devices comes with the
+// partitioner. Returns that device.
+const DeviceSpec& single_device(const Config& c) {
+  std::set<std::string> used;
+  for (const Node& n : c.graph.nodes()) used.insert(n.device);
+  if (used.size() != 1) {
+    std::string list;
+    for (const auto& d : used) list += (list.empty() ? "" : ", ") + d;
+    throw_invalid(c.path + ": the device map places ops on " + std::to_string(used.size()) + " devices (" + list +
+                  "); this build runs a model on one device only: place every op on the same device");
+  }
+  const DeviceSpec* d = c.find_device(*used.begin());
+  if (d->kind == DeviceKind::kGpu)
+    throw_invalid(c.path + ": ops are placed on " + d->name + ", but this build has no GPU worker yet; use a cpu device");
+  return *d;
+}
+
+// Feeds one pass over `order` through the workers in batches, double
+// buffered: while the workers compute batch i from one slot, the next batch
+// is written into the other.
+class BatchFeeder {
+ public:
+  BatchFeeder(WorkerGroup& group, ShmSegment& segment, const InputLayout& layout, int image_node, int label_node)
+      : group_(group), segment_(segment), layout_(layout) {
+    for (size_t k = 0; k < layout.input_nodes.size(); ++k) {
+      if (layout.input_nodes[k] == image_node) image_off_ = layout.input_offsets[k];
+      if (layout.input_nodes[k] == label_node) label_off_ = layout.input_offsets[k];
+    }
+  }
+
+  // Calls on_done(index, batch, result) after each batch.
+  template <typename OnDone>
+  void run(const Dataset& data, const std::vector<int64_t>& order, int64_t batch_size, int64_t first_step,
+           uint32_t flags, int64_t max_batches, OnDone on_done) {
+    const int64_t count = static_cast<int64_t>(order.size());
+    int64_t batches = (count + batch_size - 1) / batch_size;
+    if (max_batches >= 0) batches = std::min(batches, max_batches);
+    auto size_of = [&](int64_t i) { return std::min(batch_size, count - i * batch_size); };
+    if (batches == 0) return;
+    fill(data, order, 0, batch_size, size_of(0));
+    for (int64_t i = 0; i < batches; ++i) {
+      if (interrupted()) throw_runtime("interrupted");
+      wire::Step s{};
+      s.step = first_step + i;
+      s.batch = size_of(i);
+      s.sample_offset = 0;
+      s.batch_total = s.batch;
+      s.slot = static_cast<uint32_t>(i % layout_.slots);
+      s.flags = flags;
+      if (i == 0 && first_step == 0) s.flags |= extra_first_flags_;
+      group_.send(s);
+      if (i + 1 < batches) fill(data, order, i + 1, batch_size, size_of(i + 1));
+      StepResult r = group_.collect();
+      on_done(i, s.batch, r);
+    }
+  }
+  void set_first_step_flags(uint32_t f) { extra_first_flags_ = f; }
+
+ private:
+  void fill(const Dataset& data, const std::vector<int64_t>& order, int64_t index, int64_t batch_size, int64_t n) {
+    char* base = static_cast<char*>(segment_.data()) + static_cast<uint64_t>(index % layout_.slots) * layout_.slot_bytes;
+    fill_batch(data, order, index * batch_size, n, reinterpret_cast<float*>(base + image_off_),
+               reinterpret_cast<float*>(base + label_off_));
+  }
+
+  WorkerGroup& group_;
+  ShmSegment& segment_;
+  const InputLayout& layout_;
+  uint64_t image_off_ = 0, label_off_ = 0;
+  uint32_t extra_first_flags_ = 0;
+};
+
+struct EvalResult {
+  double loss = 0, metric = 0;
+};
+
+EvalResult evaluate(BatchFeeder& feeder, const Dataset& test, int64_t batch_size) {
+  std::vector<int64_t> order = epoch_order(test.count, 0, 0, false);
+  EvalResult r;
+  ProgressBar bar("  test", test.count, std::max<int64_t>(test.count, 1));
+  int64_t done = 0;
+  feeder.run(test, order, batch_size, 0, 0, -1, [&](int64_t, int64_t batch, const StepResult& s) {
+    r.loss += static_cast<double>(s.loss) * static_cast<double>(batch);
+    r.metric += static_cast<double>(s.metric) * static_cast<double>(batch);
+    done += batch;
+    bar.update(done, "");
+  });
+  r.loss /= static_cast<double>(std::max<int64_t>(test.count, 1));
+  r.metric /= static_cast<double>(std::max<int64_t>(test.count, 1));
+  return r;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+}  // namespace
+
+int run_train(const Config& config, const RunOptions& options) {
+  const Graph& graph = config.graph;
+  const TrainConfig& tc = config.train;
+  const DeviceSpec& device = single_device(config);
+  int image_node = graph.find_role(OpRole::kImageInput);
+  int label_node = graph.find_role(OpRole::kLabelInput);
+  if (image_node < 0 || label_node < 0)
+    throw_invalid(config.path + ": training needs an 'input' op and a 'labels' op in the model");
+  auto metrics_nodes = graph.find_all_role(OpRole::kMetric);
+  std::string metric_name = metrics_nodes.empty() ? "" : graph.node(metrics_nodes[0]).op();
+  std::string program = worker_program(options, device.kind);
+
+  const Shape& image_shape = graph.node(image_node).out_shape;
+  Dataset train = load_dataset("train", config.data.train_images, config.data.train_labels, config.data.train_limit,
+                               image_shape);
+  Dataset test =
+      load_dataset("test", config.data.test_images, config.data.test_labels, config.data.test_limit, image_shape);
+  int64_t classes = graph.node(label_node).attrs.get_int("classes");
+  for (const Dataset* d : {&train, &test})
+    for (uint8_t l : d->labels)
+      if (l >= classes)
+        throw_invalid(d->name + " data holds label " + std::to_string(l) + " but the labels op has " +
+                      std::to_string(classes) + " classes");
+
+  MetricsLog metrics(options.metrics_path, config.path, config.resolved_yaml);
+  RunResources run;
+  int64_t max_batch = std::max(tc.batch_size, tc.eval_batch_size);
+  InputLayout layout = InputLayout::for_graph(graph, max_batch, 2);
+  ShmSegment input = ShmSegment::create(run.segment_name("input"), layout.total_bytes());
+
+  WorkerLaunch launch;
+  launch.program = program;
+  launch.plan.device = device.name;
+  launch.plan.threads = device.threads;
+  launch.plan.seed = tc.seed;
+  launch.plan.training = true;
+  launch.plan.optimizer = tc.optimizer;
+  launch.plan.max_batch = max_batch;
+  launch.plan.graph = graph;
+  launch.plan.input_segment = input.name();
+  launch.plan.layout = layout;
+  std::vector<WorkerLaunch> launches;
+  launches.push_back(std::move(launch));
+  WorkerGroup group(run, std::move(launches), [] { return interrupted(); });
+  group.start(std::chrono::seconds(60));
+
+  {
+    JsonObject start;
+    start.add("event", "start").add("run_id", run.run_id()).add("config_path", config.path);
+    start.add("resolved_config", config.resolved_yaml).add_raw("versions", library_versions_json());
+    std::string workers = "[";
+    for (const WorkerInfo& w : group.workers()) {
+      JsonObject wj;
+      wj.add("device", w.device).add("pid", static_cast<int64_t>(w.pid));
+      wj.add("params", static_cast<int64_t>(w.param_count)).add("runtime", w.runtime);
+      workers += (workers.size() > 1 ? "," : "") + wj.str();
+    }
+    start.add_raw("workers", workers + "]");
+    metrics.write(start);
+  }
+  std::cerr << "devmap: training " << config.path << " on " << device.name << " (" << device.threads
+            << " threads), " << graph.param_count() << " parameters, " << train.count << " training / " << test.count
+            << " test images\n";
+
+  BatchFeeder feeder(group, input, layout, image_node, label_node);
+  if (options.param_stats) feeder.set_first_step_flags(wire::kParamStats);
+  const int64_t steps_per_epoch = (train.count + tc.batch_size - 1) / tc.batch_size;
+  int64_t step = 0;
+  double last_loss = 0;
+  EvalResult last_eval;
+  auto run_start = Clock::now();
+  for (int64_t epoch = 1; epoch <= tc.epochs; ++epoch) {
+    int64_t budget = tc.max_steps > 0 ? tc.max_steps - step : -1;
+    if (budget == 0) break;
+    std::vector<int64_t> order = epoch_order(train.count, tc.seed, epoch, tc.shuffle);
+    int64_t epoch_steps = budget >= 0 ? std::min(budget, steps_per_epoch) : steps_per_epoch;
+    ProgressBar bar("epoch " + std::to_string(epoch) + "/" + std::to_string(tc.epochs), epoch_steps, options.log_every);
+    double loss_sum = 0;
+    int64_t samples = 0;
+    std::vector<double> step_seconds;
+    auto epoch_start = Clock::now();
+    auto step_start = epoch_start;
+    feeder.run(train, order, tc.batch_size, step, wire::kTrain, epoch_steps,
+               [&](int64_t i, int64_t batch, const StepResult& r) {
+                 auto now = Clock::now();
+                 step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
+                 step_start = now;
+                 loss_sum += static_cast<double>(r.loss) * static_cast<double>(batch);
+                 samples += batch;
+                 last_loss = r.loss;
+                 ++step;
+                 double elapsed = std::chrono::duration<double>(now - epoch_start).count();
+                 bar.update(i + 1, "loss " + fmt("%.4f", r.loss) + " " +
+                                       fmt("%.0f", static_cast<double>(samples) / elapsed) + " img/s");
+                 for (const wire::ParamStat& ps : r.param_stats) {
+                   JsonObject j;
+                   j.add("event", "param_stats").add("step", step).add("name", wire::read_name(ps.name));
+                   j.add("grad_norm", static_cast<double>(ps.grad_norm));
+                   j.add("update_norm", static_cast<double>(ps.update_norm));
+                   j.add("value_norm", static_cast<double>(ps.value_norm));
+                   metrics.write(j);
+                 }
+                 if (step % options.log_every == 0 || step == 1) {
+                   JsonObject j;
+                   j.add("event", "step").add("step", step).add("epoch", epoch).add("loss", static_cast<double>(r.loss));
+                   j.add("step_ms", step_seconds.back() * 1e3).add("compute_ms", r.compute_seconds * 1e3);
+                   metrics.write(j);
+                 }
+               });
+    double epoch_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
+    double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(samples, 1));
+    bar.finish("loss " + fmt("%.4f", train_loss) + " " + fmt("%.0f", static_cast<double>(samples) / epoch_seconds) +
+               " img/s");
+    last_eval = evaluate(feeder, test, tc.eval_batch_size);
+    // The median step after a short warm-up: the steady-state speed.
+    std::vector<double> steady(step_seconds.begin() + std::min<ptrdiff_t>(5, static_cast<ptrdiff_t>(step_seconds.size()) / 2),
+                               step_seconds.end());
+    double med = median(steady);
+    JsonObject j;
+    j.add("event", "epoch").add("epoch", epoch).add("steps", static_cast<int64_t>(step_seconds.size()));
+    j.add("train_loss", train_loss).add("test_loss", last_eval.loss);
+    if (!metric_name.empty()) j.add("test_" + metric_name, last_eval.metric);
+    j.add("images_per_s", static_cast<double>(samples) / epoch_seconds).add("epoch_seconds", epoch_seconds);
+    j.add("median_step_ms", med * 1e3).add("median_images_per_s", med > 0 ? static_cast<double>(tc.batch_size) / med : 0.0);
+    metrics.write(j);
+    std::cerr << "epoch " << epoch << ": train loss " << fmt("%.4f", train_loss) << ", test loss "
+              << fmt("%.4f", last_eval.loss);
+    if (!metric_name.empty()) std::cerr << ", test " << metric_name << " " << fmt("%.4f", last_eval.metric);
+    std::cerr << "\n";
+  }
+  group.shutdown();
+  double total = std::chrono::duration<double>(Clock::now() - run_start).count();
+  for (const WorkerInfo& w : group.workers()) {
+    JsonObject j;
+    j.add("event", "device").add("device", w.device).add("pid", static_cast<int64_t>(w.pid));
+    j.add("vm_hwm_bytes", static_cast<int64_t>(w.vm_hwm_bytes));
+    metrics.write(j);
+  }
+  JsonObject done;
+  done.add("event", "done").add("steps", step).add("seconds", total).add("final_loss", static_cast<double>(last_loss));
+  done.add("test_loss", last_eval.loss);
+  if (!metric_name.empty()) done.add("test_" + metric_name, last_eval.metric);
+  done.add("coordinator_vm_hwm_bytes", static_cast<int64_t>(read_vm_hwm_bytes()));
+  metrics.write(done);
+  std::cerr << "devmap: done, " << step << " steps in " << fmt("%.1f", total) << " s; metrics: " << metrics.path()
+            << "\n";
+  return 0;
+}
+
+}  // namespace devmap

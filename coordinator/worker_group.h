@@ -1,0 +1,75 @@
+// WorkerGroup: the coordinator's side of its worker processes. It spawns
+// one worker per device, runs the handshake (HELLO with protocol version,
+// PLAN, READY), sends steps and collects their results. While it waits it
+// watches every child: a worker that reports an ERROR or dies ends the run
+// with an Error naming the worker, its device and its reason.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coordinator/run_resources.h"
+#include "coordinator/worker_process.h"
+#include "core/worker_plan.h"
+#include "transport/control_channel.h"
+
+namespace devmap {
+
+struct WorkerLaunch {
+  std::string program;  // path of worker_cpu / worker_gpu
+  WorkerPlan plan;
+};
+
+struct StepResult {
+  float loss = 0;
+  float metric = 0;
+  double compute_seconds = 0;  // the slowest worker's
+  std::vector<wire::ParamStat> param_stats;
+};
+
+struct WorkerInfo {
+  std::string device;
+  pid_t pid = 0;
+  uint64_t param_count = 0;
+  std::string runtime;
+  uint64_t vm_hwm_bytes = 0;  // reported in BYE at shutdown
+};
+
+class WorkerGroup {
+ public:
+  // `interrupted` is polled while waiting; when it returns true the wait
+  // throws Error("interrupted").
+  WorkerGroup(RunResources& run, std::vector<WorkerLaunch> launches, std::function<bool()> interrupted);
+  ~WorkerGroup();
+
+  // Spawns every worker and completes the handshake within `timeout`.
+  void start(std::chrono::milliseconds timeout);
+  const std::vector<WorkerInfo>& workers() const { return info_; }
+
+  // Sends `step` to every worker; collect() waits for all their results.
+  void send(const wire::Step& step);
+  StepResult collect();
+
+  // Asks every worker to exit, collects its BYE (peak memory) and reaps it;
+  // a worker that does not exit in time is killed.
+  void shutdown();
+
+ private:
+  struct Worker;
+  PeerMessage await(const std::string& waiting_for);
+  [[noreturn]] void fail_worker(Worker& w, const std::string& reason);
+  Worker& by_peer(const std::string& peer);
+
+  RunResources& run_;
+  std::function<bool()> interrupted_;
+  zmq::context_t ctx_;
+  std::unique_ptr<ControlServer> server_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<WorkerInfo> info_;
+  int64_t pending_step_ = -1;
+};
+
+}  // namespace devmap

@@ -1,0 +1,181 @@
+#include "core/executor.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "core/random.h"
+
+namespace devmap {
+
+Executor::Executor(const Graph& graph, Program program, const KernelFactory& kernels,
+                   const OptimizerConfig& optimizer, int threads, uint64_t seed)
+    : graph_(graph),
+      program_(std::move(program)),
+      optimizer_config_(optimizer),
+      seed_(seed),
+      pool_(std::make_unique<ThreadPool>(threads)) {
+  const size_t n = static_cast<size_t>(graph_.size());
+  kernels_.resize(n);
+  node_params_.resize(n);
+  for (const Instr& ins : program_.forward)
+    if (!kernels_[static_cast<size_t>(ins.node)])
+      kernels_[static_cast<size_t>(ins.node)] = kernels.make_kernel(graph_.node(ins.node).op());
+  bool training = program_.loss_node >= 0;
+  if (training) optimizer_ = kernels.make_optimizer(optimizer);
+  for (int i = 0; i < graph_.size(); ++i) {
+    if (!program_.needed[static_cast<size_t>(i)]) continue;
+    const Node& node = graph_.node(i);
+    for (const ParamSpec& spec : node.params) {
+      Parameter p;
+      p.name = node.name + "." + spec.name;
+      p.node = i;
+      p.spec = spec;
+      p.value.resize(spec.shape.numel());
+      if (training) {
+        p.grad.resize(spec.shape.numel());
+        for (int s = 0; s < optimizer_->state_count(); ++s) p.state.emplace_back(spec.shape.numel());
+      }
+      node_params_[static_cast<size_t>(i)].push_back(static_cast<int>(params_.size()));
+      params_.push_back(std::move(p));
+    }
+  }
+  bound_.assign(static_cast<size_t>(program_.tensor_count()), nullptr);
+  buffers_.resize(static_cast<size_t>(program_.tensor_count()));
+}
+
+Executor::~Executor() = default;
+
+Shape Executor::tensor_shape(int tensor, int64_t batch) const {
+  const TensorInfo& t = program_.tensors[static_cast<size_t>(tensor)];
+  return graph_.node(t.node).out_shape_for(batch);
+}
+
+void Executor::reserve(int64_t max_batch) {
+  max_batch_ = max_batch;
+  for (int t = 0; t < program_.tensor_count(); ++t) {
+    int node = program_.tensors[static_cast<size_t>(t)].node;
+    if (!program_.needed[static_cast<size_t>(node)]) continue;
+    buffers_[static_cast<size_t>(t)].resize(tensor_shape(t, max_batch).numel());
+  }
+  workspace_bytes_ = 0;
+  for (int i = 0; i < graph_.size(); ++i)
+    if (kernels_[static_cast<size_t>(i)])
+      workspace_bytes_ = std::max(workspace_bytes_, kernels_[static_cast<size_t>(i)]->workspace_bytes(graph_.node(i), max_batch));
+  workspace_.resize(static_cast<int64_t>((workspace_bytes_ + sizeof(float) - 1) / sizeof(float)));
+}
+
+void Executor::init_parameters() {
+  for (Parameter& p : params_) {
+    float* v = p.value.data();
+    int64_t count = p.spec.shape.numel();
+    if (p.spec.init == ParamInit::kZeros) {
+      std::fill(v, v + count, 0.0f);
+      continue;
+    }
+    PhiloxKey key = philox_key(seed_, p.name);
+    float bound = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.spec.fan_in)));
+    for (int64_t i = 0; i < count; ++i)
+      v[i] = (2.0f * uniform_at(key, static_cast<uint64_t>(i)) - 1.0f) * bound;
+    for (Buffer& s : p.state) std::fill(s.data(), s.data() + count, 0.0f);
+  }
+}
+
+void Executor::bind_input(int node, float* data) {
+  assert(graph_.node(node).schema->num_inputs == 0);
+  bound_[static_cast<size_t>(node)] = data;
+}
+
+TensorView Executor::view(int tensor, int64_t batch) const {
+  assert(batch <= max_batch_ && "reserve() a larger batch first");
+  float* bound = bound_[static_cast<size_t>(tensor)];
+  return TensorView{bound ? bound : buffers_[static_cast<size_t>(tensor)].data(), tensor_shape(tensor, batch)};
+}
+
+TensorView Executor::output(int node, int64_t batch) const { return view(node, batch); }
+
+KernelContext Executor::context(const StepInfo& info) {
+  KernelContext ctx;
+  ctx.pool = pool_.get();
+  ctx.workspace = workspace_.data();
+  ctx.workspace_bytes = workspace_bytes_;
+  ctx.seed = seed_;
+  ctx.step = info.step;
+  ctx.sample_offset = info.sample_offset;
+  ctx.batch_total = info.batch_total;
+  ctx.training = info.training;
+  return ctx;
+}
+
+void Executor::forward(int64_t batch, const StepInfo& info) {
+  KernelContext ctx = context(info);
+  std::vector<TensorView> inputs, params;
+  for (const Instr& ins : program_.forward) {
+    const Node& node = graph_.node(ins.node);
+    inputs.clear();
+    params.clear();
+    for (int t : ins.in) inputs.push_back(view(t, batch));
+    for (int pi : node_params_[static_cast<size_t>(ins.node)]) params.push_back(params_[static_cast<size_t>(pi)].value_view());
+    kernels_[static_cast<size_t>(ins.node)]->forward(ForwardArgs{node, inputs, params, view(ins.out[0], batch), ctx});
+  }
+}
+
+void Executor::backward(int64_t batch, const StepInfo& info, bool accumulate) {
+  assert(program_.loss_grad >= 0);
+  KernelContext ctx = context(info);
+  view(program_.loss_grad, batch)[0] = 1.0f;
+  std::vector<TensorView> inputs, params, d_inputs, d_params;
+  for (const Instr& ins : program_.backward) {
+    const Node& node = graph_.node(ins.node);
+    if (ins.kind == InstrKind::kSumGrads) {
+      TensorView out = view(ins.out[0], batch);
+      std::vector<TensorView> parts;
+      for (int t : ins.in) parts.push_back(view(t, batch));
+      pool_->parallel_for(out.numel(), [&](int64_t b, int64_t e) {
+        for (int64_t j = b; j < e; ++j) {
+          float s = parts[0][j];
+          for (size_t k = 1; k < parts.size(); ++k) s += parts[k][j];
+          out[j] = s;
+        }
+      });
+      continue;
+    }
+    inputs.clear();
+    params.clear();
+    d_inputs.clear();
+    d_params.clear();
+    for (int in : node.inputs) {
+      TensorView v = view(in, batch);
+      if (!node.schema->backward_needs_inputs) v.data = nullptr;
+      inputs.push_back(v);
+    }
+    for (int pi : node_params_[static_cast<size_t>(ins.node)]) {
+      params.push_back(params_[static_cast<size_t>(pi)].value_view());
+      d_params.push_back(params_[static_cast<size_t>(pi)].grad_view());
+    }
+    for (size_t k = 0; k < ins.out.size(); ++k) {
+      if (ins.out[k] >= 0) {
+        d_inputs.push_back(view(ins.out[k], batch));
+      } else {
+        d_inputs.push_back(TensorView{nullptr, graph_.node(node.inputs[k]).out_shape_for(batch)});
+      }
+    }
+    TensorView out = view(ins.node, batch);
+    if (!node.schema->backward_needs_output) out.data = nullptr;
+    kernels_[static_cast<size_t>(ins.node)]->backward(
+        BackwardArgs{node, inputs, params, out, view(ins.in[0], batch), d_inputs, d_params, accumulate, ctx});
+  }
+}
+
+void Executor::apply_optimizer(int64_t step) {
+  assert(optimizer_);
+  for (Parameter& p : params_) {
+    std::vector<TensorView> state;
+    for (Buffer& s : p.state) state.push_back(s.view(p.spec.shape));
+    optimizer_->update(p.value_view(), p.grad_view(), state, step, *pool_);
+  }
+}
+
+float Executor::scalar(int node) const { return view(node, 1)[0]; }
+
+}  // namespace devmap

@@ -1,0 +1,93 @@
+// Executor: runs a Program on one device with that device's kernels. It
+// owns the parameters of its ops, their gradients and optimizer state, and
+// every activation and gradient buffer, sized once for the largest batch
+// (no allocation in the steady state). Input ops' tensors can be bound to
+// memory the executor does not own (a shared-memory slot) for zero-copy
+// feeding.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/kernel.h"
+#include "core/program.h"
+
+namespace devmap {
+
+struct StepInfo {
+  int64_t step = 0;           // 0-based training step
+  int64_t sample_offset = 0;  // first sample of this micro-batch within the step
+  int64_t batch_total = 0;    // samples in the whole step
+  bool training = false;
+};
+
+// One parameter tensor of one op, named "op.param" (as in checkpoints).
+struct Parameter {
+  std::string name;
+  int node = -1;
+  ParamSpec spec;
+  Buffer value, grad;
+  std::vector<Buffer> state;  // optimizer state, each shaped like value
+  TensorView value_view() const { return value.view(spec.shape); }
+  TensorView grad_view() const { return grad.view(spec.shape); }
+};
+
+class Executor {
+ public:
+  Executor(const Graph& graph, Program program, const KernelFactory& kernels, const OptimizerConfig& optimizer,
+           int threads, uint64_t seed);
+  ~Executor();
+
+  // Allocates every buffer for batches of up to `max_batch` samples.
+  void reserve(int64_t max_batch);
+  int64_t max_batch() const { return max_batch_; }
+
+  // Sets the initial parameters: counter-based random values keyed by
+  // (seed, "op.param"), identical in any process.
+  void init_parameters();
+
+  // Points the output of input op `node` at external memory holding at least
+  // max_batch() samples. nullptr reverts to the executor's own buffer.
+  void bind_input(int node, float* data);
+  // The current buffer of an op's output, for `batch` samples.
+  TensorView output(int node, int64_t batch) const;
+
+  void forward(int64_t batch, const StepInfo& info);
+  // accumulate: add parameter gradients to those of earlier micro-batches of
+  // the same step instead of overwriting them.
+  void backward(int64_t batch, const StepInfo& info, bool accumulate);
+  // One optimizer update of every parameter; step is 1-based.
+  void apply_optimizer(int64_t step);
+
+  // The scalar output of a loss or metric op after forward().
+  float scalar(int node) const;
+
+  std::vector<Parameter>& parameters() { return params_; }
+  const std::vector<Parameter>& parameters() const { return params_; }
+  const Graph& graph() const { return graph_; }
+  const Program& program() const { return program_; }
+  ThreadPool& pool() { return *pool_; }
+
+ private:
+  Shape tensor_shape(int tensor, int64_t batch) const;
+  TensorView view(int tensor, int64_t batch) const;
+  KernelContext context(const StepInfo& info);
+
+  const Graph& graph_;
+  Program program_;
+  OptimizerConfig optimizer_config_;
+  uint64_t seed_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<std::unique_ptr<OpKernel>> kernels_;  // per node (null where none)
+  std::unique_ptr<OptimizerKernel> optimizer_;
+  std::vector<Parameter> params_;
+  std::vector<std::vector<int>> node_params_;  // node -> indices into params_
+  std::vector<Buffer> buffers_;                // per tensor
+  std::vector<float*> bound_;                  // per tensor: external memory or null
+  Buffer workspace_;
+  size_t workspace_bytes_ = 0;
+  int64_t max_batch_ = 0;
+};
+
+}  // namespace devmap

@@ -1,0 +1,73 @@
+// OpSchema: everything the planner knows about an op without running it:
+// its inputs and attributes, shape inference, parameters, FLOPs, and what
+// its gradient rule needs. Kernels live in kernels/ and are looked up by
+// (op, device kind); schemas are device independent.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/attrs.h"
+#include "core/shape.h"
+
+namespace devmap {
+
+// How a parameter is initialised. Values are counter-based random numbers
+// keyed by (seed, "op.param", element index): see core/random.h.
+enum class ParamInit {
+  kUniformFanIn,  // U(-1/sqrt(fan_in), 1/sqrt(fan_in)), PyTorch's default for conv and linear
+  kZeros,
+};
+
+struct ParamSpec {
+  std::string name;  // "weight", "bias"
+  Shape shape;       // PyTorch layouts: conv OIHW, dense [out, in]
+  int64_t fan_in = 1;
+  ParamInit init = ParamInit::kUniformFanIn;
+};
+
+// Where an op sits in a job.
+enum class OpRole {
+  kCompute,     // an ordinary op
+  kImageInput,  // fed by the coordinator with a batch of images
+  kLabelInput,  // fed by the coordinator with a batch of class indices (as floats)
+  kLoss,        // a scalar (mean over the batch) that training minimises
+  kMetric,      // a scalar reported to the user, never differentiated
+};
+
+struct OpSchema {
+  std::string name;
+  std::string summary;
+  int num_inputs = 1;
+  std::vector<AttrSpec> attrs;
+  OpRole role = OpRole::kCompute;
+
+  // Per-sample output shape from the per-sample input shapes (batch-level for
+  // kLoss and kMetric, whose output is one scalar for the whole batch).
+  // Throws devmap::Error (kInvalidInput) naming the shapes that do not fit;
+  // the graph prefixes the op's source location.
+  std::function<Shape(const Attrs&, const std::vector<Shape>& in)> infer_shape;
+  // The op's parameters, or none.
+  std::function<std::vector<ParamSpec>(const Attrs&, const std::vector<Shape>& in)> params;
+  // Multiply-adds count as 2 FLOPs; per sample, forward pass only.
+  std::function<double(const Attrs&, const std::vector<Shape>& in, const Shape& out)> forward_flops;
+
+  // Gradient rule. An op with differentiable == false stops gradients.
+  bool differentiable = true;
+  std::vector<bool> grad_inputs;  // which inputs receive a gradient (empty: all)
+  bool backward_needs_inputs = true;   // keeps its inputs alive for backward
+  bool backward_needs_output = false;  // keeps its output alive for backward
+  double backward_flops_factor = 2.0;  // backward FLOPs = factor x forward
+
+  bool batch_reduced() const { return role == OpRole::kLoss || role == OpRole::kMetric; }
+  bool input_gets_grad(int i) const {
+    return differentiable && (grad_inputs.empty() || grad_inputs[static_cast<size_t>(i)]);
+  }
+};
+
+// The registry of op schemas. find_op returns nullptr for an unknown name.
+const OpSchema* find_op(const std::string& name);
+std::vector<std::string> known_op_names();  // sorted
+
+}  // namespace devmap

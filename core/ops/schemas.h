@@ -1,0 +1,21 @@
+// One factory per op schema; registry.cpp lists them all.
+#pragma once
+
+#include "core/op_schema.h"
+
+namespace devmap::ops {
+
+OpSchema input_schema();
+OpSchema labels_schema();
+OpSchema conv2d_schema();
+OpSchema max_pool2d_schema();
+OpSchema relu_schema();
+OpSchema dropout_schema();
+OpSchema dense_schema();
+OpSchema flatten_schema();
+OpSchema reshape_schema();
+OpSchema softmax_cross_entropy_schema();
+OpSchema accuracy_schema();
+OpSchema argmax_schema();
+
+}  // namespace devmap::ops

@@ -1,0 +1,139 @@
+#include "core/worker_plan.h"
+
+#include "core/bytes.h"
+
+namespace devmap {
+namespace {
+
+void put_attr(ByteWriter& w, const AttrValue& v) {
+  w.put<uint8_t>(static_cast<uint8_t>(v.index()));
+  if (auto* i = std::get_if<int64_t>(&v)) w.put(*i);
+  if (auto* d = std::get_if<double>(&v)) w.put(*d);
+  if (auto* s = std::get_if<std::string>(&v)) w.put_string(*s);
+  if (auto* l = std::get_if<std::vector<int64_t>>(&v)) {
+    w.put<uint32_t>(static_cast<uint32_t>(l->size()));
+    for (int64_t x : *l) w.put(x);
+  }
+  if (auto* b = std::get_if<bool>(&v)) w.put<uint8_t>(*b ? 1 : 0);
+}
+
+AttrValue get_attr(ByteReader& r) {
+  switch (r.get<uint8_t>()) {
+    case 0: return r.get<int64_t>();
+    case 1: return r.get<double>();
+    case 2: return r.get_string();
+    case 3: {
+      std::vector<int64_t> l(r.get_count(8));
+      for (auto& x : l) x = r.get<int64_t>();
+      return l;
+    }
+    case 4: return r.get<uint8_t>() != 0;
+    default: throw_runtime("malformed worker plan: unknown attribute type");
+  }
+}
+
+}  // namespace
+
+InputLayout InputLayout::for_graph(const Graph& graph, int64_t max_batch, uint32_t slots) {
+  InputLayout l;
+  l.slots = slots;
+  uint64_t off = 0;
+  for (int i = 0; i < graph.size(); ++i) {
+    if (graph.node(i).schema->num_inputs != 0) continue;
+    l.input_nodes.push_back(i);
+    l.input_offsets.push_back(off);
+    uint64_t bytes = static_cast<uint64_t>(graph.node(i).out_shape_for(max_batch).numel()) * sizeof(float);
+    off += (bytes + 63) / 64 * 64;
+  }
+  l.slot_bytes = off;
+  return l;
+}
+
+std::string encode_worker_plan(const WorkerPlan& p) {
+  ByteWriter w;
+  w.put_string(p.device);
+  w.put<int32_t>(p.threads);
+  w.put<uint64_t>(p.seed);
+  w.put<uint8_t>(p.training ? 1 : 0);
+  w.put<int32_t>(static_cast<int32_t>(p.optimizer.kind));
+  for (double d : {p.optimizer.learning_rate, p.optimizer.momentum, p.optimizer.beta1, p.optimizer.beta2,
+                   p.optimizer.epsilon, p.optimizer.weight_decay})
+    w.put(d);
+  w.put<int64_t>(p.max_batch);
+  w.put<uint32_t>(static_cast<uint32_t>(p.graph.size()));
+  for (const Node& n : p.graph.nodes()) {
+    w.put_string(n.name);
+    w.put_string(n.op());
+    w.put_string(n.device);
+    w.put<uint32_t>(static_cast<uint32_t>(n.inputs.size()));
+    for (int in : n.inputs) w.put<int32_t>(in);
+    w.put<uint32_t>(static_cast<uint32_t>(n.attrs.values().size()));
+    for (const auto& [k, v] : n.attrs.values()) {
+      w.put_string(k);
+      put_attr(w, v);
+    }
+  }
+  w.put<uint32_t>(static_cast<uint32_t>(p.outputs.size()));
+  for (int o : p.outputs) w.put<int32_t>(o);
+  w.put_string(p.input_segment);
+  w.put<uint32_t>(p.layout.slots);
+  w.put<uint64_t>(p.layout.slot_bytes);
+  w.put<uint32_t>(static_cast<uint32_t>(p.layout.input_nodes.size()));
+  for (size_t k = 0; k < p.layout.input_nodes.size(); ++k) {
+    w.put<int32_t>(p.layout.input_nodes[k]);
+    w.put<uint64_t>(p.layout.input_offsets[k]);
+  }
+  return w.bytes();
+}
+
+WorkerPlan decode_worker_plan(std::string_view bytes) {
+  ByteReader r(bytes);
+  WorkerPlan p;
+  p.device = r.get_string();
+  p.threads = r.get<int32_t>();
+  p.seed = r.get<uint64_t>();
+  p.training = r.get<uint8_t>() != 0;
+  int32_t kind = r.get<int32_t>();
+  if (kind < 0 || kind > 2) throw_runtime("malformed worker plan: unknown optimizer");
+  p.optimizer.kind = static_cast<OptimizerConfig::Kind>(kind);
+  for (double* d : {&p.optimizer.learning_rate, &p.optimizer.momentum, &p.optimizer.beta1, &p.optimizer.beta2,
+                    &p.optimizer.epsilon, &p.optimizer.weight_decay})
+    *d = r.get<double>();
+  p.max_batch = r.get<int64_t>();
+  uint32_t count = r.get_count(16);
+  for (uint32_t i = 0; i < count; ++i) {
+    Node n;
+    n.name = r.get_string();
+    std::string op = r.get_string();
+    n.schema = find_op(op);
+    if (!n.schema) throw_runtime("worker plan names op '" + op + "', which this worker does not know");
+    n.device = r.get_string();
+    uint32_t ninputs = r.get_count(4);
+    for (uint32_t k = 0; k < ninputs; ++k) {
+      int32_t in = r.get<int32_t>();
+      if (in < 0 || static_cast<uint32_t>(in) >= i) throw_runtime("malformed worker plan: bad input index");
+      n.inputs.push_back(in);
+    }
+    uint32_t nattrs = r.get_count(5);
+    for (uint32_t k = 0; k < nattrs; ++k) {
+      std::string key = r.get_string();
+      n.attrs.set(key, get_attr(r));
+    }
+    p.graph.add(std::move(n));
+  }
+  p.graph.infer();
+  uint32_t nout = r.get_count(4);
+  for (uint32_t k = 0; k < nout; ++k) p.outputs.push_back(r.get<int32_t>());
+  p.input_segment = r.get_string();
+  p.layout.slots = r.get<uint32_t>();
+  p.layout.slot_bytes = r.get<uint64_t>();
+  uint32_t nin = r.get_count(12);
+  for (uint32_t k = 0; k < nin; ++k) {
+    p.layout.input_nodes.push_back(r.get<int32_t>());
+    p.layout.input_offsets.push_back(r.get<uint64_t>());
+  }
+  if (!r.done()) throw_runtime("malformed worker plan: trailing bytes");
+  return p;
+}
+
+}  // namespace devmap

@@ -1,0 +1,45 @@
+// WorkerPlan: everything one worker process needs to run its part of a job,
+// sent by the coordinator after the handshake. It carries the graph as
+// op descriptions (the worker re-infers shapes), never tensor data: inputs
+// arrive through the shared-memory slots described by InputLayout.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/kernel.h"
+
+namespace devmap {
+
+// Where the coordinator puts each step's inputs: `slots` equal slots, each
+// holding `max_batch` samples of every input op, in `input_nodes` order,
+// float32, at offset slot * slot_bytes + input_offsets[k].
+struct InputLayout {
+  std::vector<int> input_nodes;
+  std::vector<uint64_t> input_offsets;
+  uint64_t slot_bytes = 0;
+  uint32_t slots = 2;
+
+  uint64_t total_bytes() const { return slot_bytes * slots; }
+  static InputLayout for_graph(const Graph& graph, int64_t max_batch, uint32_t slots);
+};
+
+struct WorkerPlan {
+  std::string device;  // "cpu:0"
+  int threads = 1;
+  uint64_t seed = 0;
+  bool training = true;
+  OptimizerConfig optimizer;
+  int64_t max_batch = 1;
+  Graph graph;               // ops with attrs and inputs; shapes re-inferred on decode
+  std::vector<int> outputs;  // inference: the ops whose outputs are wanted
+  std::string input_segment;
+  InputLayout layout;
+};
+
+std::string encode_worker_plan(const WorkerPlan& plan);
+// Throws devmap::Error on malformed bytes or an op this build does not know.
+WorkerPlan decode_worker_plan(std::string_view bytes);
+
+}  // namespace devmap

@@ -1,0 +1,25 @@
+#include "kernels/cpu/blas.h"
+
+#include <cblas.h>
+
+#include <cassert>
+#include <limits>
+
+namespace devmap::cpu {
+namespace {
+
+blasint blas_int(int64_t v) {
+  assert(v >= 0 && v <= std::numeric_limits<blasint>::max() && "matrix dimension too large for this BLAS");
+  return static_cast<blasint>(v);
+}
+
+}  // namespace
+
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+           int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, blas_int(m),
+              blas_int(n), blas_int(k), 1.0f, a, blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
+}
+
+}  // namespace devmap::cpu

@@ -1,0 +1,35 @@
+// The CPU device's kernels: the KernelFactory worker_cpu hands its executor.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/kernel.h"
+
+namespace devmap {
+
+// Creates the CPU (OpenBLAS) kernel of every computing op. The ops that the
+// executor feeds itself (input, labels) have no kernel. Kernels are stateless
+// between calls and may be shared by nodes of the same op; each reads its
+// sizes from the Node it is called with.
+class CpuKernelFactory : public KernelFactory {
+ public:
+  // Throws devmap::Error (kInvalidInput) for input/labels and for an op with
+  // no CPU kernel, naming the ops it knows.
+  std::unique_ptr<OpKernel> make_kernel(const std::string& op) const override;
+  // sgd, momentum, adam: see kernels/cpu/optimizers.h.
+  std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerConfig& config) const override;
+
+  // The ops with a CPU kernel, sorted.
+  static std::vector<std::string> op_names();
+  static bool supports(const std::string& op);
+};
+
+// Sets the number of threads OpenBLAS's GEMMs use (process-wide; call it
+// before running kernels, from one thread). The kernels' own loops use the
+// ThreadPool in KernelContext. Results are bit-reproducible for a fixed
+// (OpenBLAS threads, pool size) pair.
+void set_cpu_threads(int threads);
+
+}  // namespace devmap

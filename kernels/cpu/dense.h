@@ -1,0 +1,19 @@
+// dense (fully connected) on the CPU: OpenBLAS sgemm.
+#pragma once
+
+#include "core/kernel.h"
+
+namespace devmap::cpu {
+
+// x [N, in], W [units, in], b [units], y [N, units].
+// Forward:  y = x W^T + b (b is broadcast into y, then one sgemm adds x W^T).
+// Backward: dx = dy W (overwritten; skipped when its view is null),
+//           dW (+)= dy^T x, db (+)= the column sums of dy, summed over samples
+//           in order (overwritten, or added to when accumulate).
+class DenseKernel final : public OpKernel {
+ public:
+  void forward(const ForwardArgs& args) override;
+  void backward(const BackwardArgs& args) override;
+};
+
+}  // namespace devmap::cpu

@@ -1,0 +1,37 @@
+// im2col / col2im for one (sample, channel) plane of an NCHW tensor, the
+// building blocks of the GEMM convolution in conv2d.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include "core/graph.h"
+
+namespace devmap::cpu {
+
+// Sizes of a conv2d node (per sample).
+struct ConvGeometry {
+  int64_t channels = 0, height = 0, width = 0;  // input C, H, W
+  int64_t filters = 0, kernel = 0, stride = 1, padding = 0;
+  int64_t out_h = 0, out_w = 0;
+
+  static ConvGeometry of(const Node& node);
+  int64_t in_plane() const { return height * width; }
+  int64_t positions() const { return out_h * out_w; }           // OH*OW
+  int64_t patch() const { return channels * kernel * kernel; }  // C*K*K, the GEMM's inner dimension
+};
+
+// Columns layout: a row-major matrix [C*K*K, ld]. For one plane (sample s of
+// a chunk, channel c) `cols` points at row c*K*K, column s*OH*OW; the plane
+// owns rows [c*K*K, (c+1)*K*K) x columns [s*OH*OW, (s+1)*OH*OW) and nothing
+// else, so planes can be processed in parallel.
+//
+// Writes the plane's K*K rows: cols[(kh*K+kw)*ld + oh*OW + ow] =
+// plane[oh*S-P+kh][ow*S-P+kw], or 0 where that falls in the padding.
+void im2col_plane(const ConvGeometry& g, const float* plane, float* cols, int64_t ld);
+
+// The adjoint of im2col_plane: overwrites `plane` ([H, W]) with the sum, for
+// each input pixel, of the column entries im2col_plane would copy it to.
+// The order of the sum is fixed (kh, kw, oh, ow ascending).
+void col2im_plane(const ConvGeometry& g, const float* cols, int64_t ld, float* plane);
+
+}  // namespace devmap::cpu

@@ -1,0 +1,146 @@
+#include "kernels/cpu/max_pool2d.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <utility>
+
+#include "kernels/cpu/parallel.h"
+
+namespace devmap::cpu {
+namespace {
+
+// a replaces b as the running maximum: a is larger, or a is the first NaN.
+// Written as plain comparisons so the compiler can make it branch-free.
+inline bool replaces(float a, float b) {
+  return (a > b) | ((a != a) & (b == b));
+}
+
+constexpr int64_t kSegment = 256;  // output columns per backward pass (stack buffers)
+
+struct PoolGeometry {
+  int64_t planes = 0;  // batch * channels
+  int64_t height = 0, width = 0, kernel = 0, stride = 0, padding = 0, out_h = 0, out_w = 0;
+
+  PoolGeometry(const Node& node, int64_t batch) {
+    const Shape& in = node.input_shapes[0];
+    planes = batch * in[0];
+    height = in[1];
+    width = in[2];
+    kernel = node.attrs.get_int("kernel");
+    stride = node.attrs.get_int("stride");
+    if (stride == 0) stride = kernel;
+    padding = node.attrs.get_int("padding");
+    out_h = node.out_shape[1];
+    out_w = node.out_shape[2];
+  }
+  int64_t in_plane() const { return height * width; }
+  int64_t out_plane() const { return out_h * out_w; }
+
+  // Input rows [lo, hi) of output row oh's window, clipped to the plane.
+  std::pair<int64_t, int64_t> rows(int64_t oh) const {
+    const int64_t h0 = oh * stride - padding;
+    return {std::max<int64_t>(h0, 0), std::min(h0 + kernel, height)};
+  }
+  // Output columns [lo, hi) whose window column kw lies inside the plane.
+  std::pair<int64_t, int64_t> valid_columns(int64_t kw) const {
+    const int64_t first = padding - kw, last = width - 1 + padding - kw;
+    int64_t lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+    int64_t hi = last < 0 ? 0 : std::min(out_w, last / stride + 1);
+    lo = std::min(lo, out_w);
+    return {lo, std::max(lo, hi)};
+  }
+};
+
+// The maxima of output row oh's windows for output columns [c0, c1) into
+// m[0, c1-c0), accumulated a window row and column at a time over the whole
+// segment (which vectorises over ow). Starting from -inf gives the value of
+// the first-maximum rule, since every window holds at least one real pixel.
+void row_max(const PoolGeometry& g, const float* in, int64_t oh, int64_t c0, int64_t c1, float* m) {
+  std::fill(m, m + (c1 - c0), -std::numeric_limits<float>::infinity());
+  const auto [h_lo, h_hi] = g.rows(oh);
+  for (int64_t ih = h_lo; ih < h_hi; ++ih) {
+    const float* in_row = in + ih * g.width;
+    for (int64_t kw = 0; kw < g.kernel; ++kw) {
+      const auto [lo, hi] = g.valid_columns(kw);
+      const int64_t shift = kw - g.padding;  // input column of ow: ow*stride + shift
+      for (int64_t ow = std::max(lo, c0); ow < std::min(hi, c1); ++ow) {
+        const float v = in_row[ow * g.stride + shift], cur = m[ow - c0];
+        m[ow - c0] = replaces(v, cur) ? v : cur;
+      }
+    }
+  }
+}
+
+// For output columns [c0, c1) of row oh, whose window maxima are m: the plane
+// index of each window's first element equal to its maximum (or its first
+// NaN) in row-major window order, which is the element the first-maximum
+// rule picks. The window is scanned backwards and every match overwrites, so
+// the last write is the first match; the blend is arithmetic so that it
+// compiles branch-free (matches are unpredictable).
+void row_argmax(const PoolGeometry& g, const float* in, int64_t oh, int64_t c0, int64_t c1, const float* m,
+                int64_t* index) {
+  const auto [h_lo, h_hi] = g.rows(oh);
+  for (int64_t ih = h_hi - 1; ih >= h_lo; --ih) {
+    const float* in_row = in + ih * g.width;
+    for (int64_t kw = g.kernel - 1; kw >= 0; --kw) {
+      const auto [lo, hi] = g.valid_columns(kw);
+      const int64_t shift = kw - g.padding;
+      for (int64_t ow = std::max(lo, c0); ow < std::min(hi, c1); ++ow) {
+        const int64_t j = ow - c0, col = ow * g.stride + shift;
+        const float v = in_row[col], best = m[j];
+        const int64_t match = -static_cast<int64_t>((v == best) | ((v != v) & (best != best)));  // all ones or 0
+        index[j] = ((ih * g.width + col) & match) | (index[j] & ~match);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void MaxPool2dKernel::forward(const ForwardArgs& args) {
+  const PoolGeometry g(args.node, args.inputs[0].shape[0]);
+  const float* x = args.inputs[0].data;
+  float* y = args.output.data;
+  parallel_for(args.ctx.pool, g.planes, [&](int64_t begin, int64_t end) {
+    for (int64_t pl = begin; pl < end; ++pl)
+      for (int64_t oh = 0; oh < g.out_h; ++oh)
+        row_max(g, x + pl * g.in_plane(), oh, 0, g.out_w, y + pl * g.out_plane() + oh * g.out_w);
+  });
+}
+
+void MaxPool2dKernel::backward(const BackwardArgs& args) {
+  float* dx = args.d_inputs[0].data;
+  if (dx == nullptr) return;
+  const PoolGeometry g(args.node, args.d_output.shape[0]);
+  const float* x = args.inputs[0].data;
+  const float* dy = args.d_output.data;
+  const float* y = args.output.data;  // optional: recomputed when null
+  assert(x != nullptr && "max_pool2d keeps its input for backward");
+  parallel_for(args.ctx.pool, g.planes, [&](int64_t begin, int64_t end) {
+    for (int64_t pl = begin; pl < end; ++pl) {
+      const float* in = x + pl * g.in_plane();
+      const float* d_out = dy + pl * g.out_plane();
+      float* d_in = dx + pl * g.in_plane();
+      std::fill(d_in, d_in + g.in_plane(), 0.0f);
+      // Output rows in segments of kSegment columns; gradients add in output order.
+      float m_buffer[kSegment];
+      int64_t index[kSegment];
+      for (int64_t oh = 0; oh < g.out_h; ++oh) {
+        for (int64_t c0 = 0; c0 < g.out_w; c0 += kSegment) {
+          const int64_t c1 = std::min(c0 + kSegment, g.out_w);
+          const float* m = m_buffer;
+          if (y != nullptr) {
+            m = y + pl * g.out_plane() + oh * g.out_w + c0;  // the forward's maxima, when the executor kept them
+          } else {
+            row_max(g, in, oh, c0, c1, m_buffer);
+          }
+          row_argmax(g, in, oh, c0, c1, m, index);
+          for (int64_t j = 0; j < c1 - c0; ++j) d_in[index[j]] += d_out[oh * g.out_w + c0 + j];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace devmap::cpu

@@ -1,0 +1,23 @@
+// max_pool2d on the CPU: one (sample, channel) plane per task.
+#pragma once
+
+#include "core/kernel.h"
+
+namespace devmap::cpu {
+
+// Forward: y = the max of each window; padding counts as -inf (every window
+// holds at least one real pixel, the schema guarantees 2*padding <= kernel).
+// The chosen element is the first maximum in row-major window order; a NaN
+// in the window wins (the first NaN), as in PyTorch.
+// Backward: dx (overwritten) gets each dy at its window's chosen element,
+// found again from the input (no indices are stored between the passes);
+// overlapping windows add in output order. The forward output, when the
+// executor passes it (BackwardArgs.output non-null), saves recomputing the
+// window maxima; the result is the same bits either way.
+class MaxPool2dKernel final : public OpKernel {
+ public:
+  void forward(const ForwardArgs& args) override;
+  void backward(const BackwardArgs& args) override;
+};
+
+}  // namespace devmap::cpu

@@ -1,0 +1,39 @@
+// Loops over the worker's ThreadPool for the non-BLAS parts of the CPU
+// kernels. Contract: every helper hands out disjoint index ranges, so a loop
+// body that writes only the outputs of its own indices (and reduces, if at
+// all, inside one index in a fixed order) gives the same bits for any pool
+// size and any chunking.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/thread_pool.h"
+
+namespace devmap::cpu {
+
+// Runs fn(begin, end) over disjoint ranges covering [0, n): on the pool when
+// there is one with more than one thread, else inline. The std::function the
+// pool takes captures a single reference, so it never allocates.
+template <class Fn>
+void parallel_for(ThreadPool* pool, int64_t n, const Fn& fn) {
+  if (n <= 0) return;
+  if (pool == nullptr || pool->size() == 1 || n == 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  pool->parallel_for(n, [&fn](int64_t begin, int64_t end) { fn(begin, end); });
+}
+
+// Like parallel_for for elementwise loops over n elements: ranges hold at
+// least `grain` elements (small tensors stay on the calling thread) and there
+// are at most pool-size of them.
+template <class Fn>
+void parallel_for_elements(ThreadPool* pool, int64_t n, const Fn& fn, int64_t grain = 32768) {
+  if (n <= 0) return;
+  int64_t threads = pool == nullptr ? 1 : pool->size();
+  int64_t blocks = std::clamp<int64_t>((n + grain - 1) / grain, 1, threads);
+  parallel_for(pool, blocks, [&](int64_t b0, int64_t b1) { fn(b0 * n / blocks, b1 * n / blocks); });
+}
+
+}  // namespace devmap::cpu

@@ -1,0 +1,18 @@
+// relu on the CPU.
+#pragma once
+
+#include "core/kernel.h"
+
+namespace devmap::cpu {
+
+// Forward: y = max(x, 0) (NaN propagates). Backward reads only the forward
+// OUTPUT (the schema does not keep the input; BackwardArgs.inputs[0].data may
+// be null): dx = dy where y > 0, else 0. In-place use (y aliasing x, dx
+// aliasing dy) is allowed.
+class ReluKernel final : public OpKernel {
+ public:
+  void forward(const ForwardArgs& args) override;
+  void backward(const BackwardArgs& args) override;
+};
+
+}  // namespace devmap::cpu

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages devmap needs to build, test and train.
+# Idempotent: asks dpkg-query first, and runs apt-get update/install only
+# when a package is missing. Works as root or through sudo.
+#
+#   scripts/setup.sh            build + test + data dependencies
+#   scripts/setup.sh --bench    also the peers the benchmarks compare with
+set -euo pipefail
+
+packages=(
+  cmake ninja-build pkg-config g++
+  libyaml-cpp-dev libzmq3-dev cppzmq-dev libboost-dev
+  libopenblas-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
+)
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=(python3-torch python3-numpy) ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (known: --bench, --help)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "setup.sh: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+echo "setup.sh: installing ${missing[*]}" >&2
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,60 @@
+// The example configs in configs/ load as they are and describe the models
+// their comments promise.
+#include <gtest/gtest.h>
+
+#include "coordinator/config.h"
+
+namespace devmap {
+namespace {
+
+const std::string kConfigs = std::string(DEVMAP_SOURCE_DIR) + "/configs/";
+
+TEST(ExampleConfigs, CnnHasTheReferenceShapeAndSettings) {
+  const Config c = load_config(kConfigs + "fashion_mnist_cnn.yaml");
+  EXPECT_EQ(c.graph.param_count(), 3274634);
+  EXPECT_EQ(c.job, "train");
+  EXPECT_EQ(c.graph.node(c.graph.find("pool2")).out_shape, (Shape{64, 7, 7}));
+  EXPECT_EQ(c.graph.node(c.graph.find("flat")).out_shape, (Shape{3136}));
+  EXPECT_EQ(c.graph.node(c.graph.find("logits")).out_shape, (Shape{10}));
+  EXPECT_GE(c.graph.find_role(OpRole::kLoss), 0);
+  EXPECT_EQ(c.train.epochs, 2);
+  EXPECT_EQ(c.train.batch_size, 64);
+  EXPECT_EQ(c.train.seed, 1u);
+  EXPECT_EQ(c.train.optimizer.kind, OptimizerConfig::Kind::kMomentum);
+  EXPECT_DOUBLE_EQ(c.train.optimizer.learning_rate, 0.01);
+  EXPECT_DOUBLE_EQ(c.train.optimizer.momentum, 0.9);
+  ASSERT_EQ(c.devices.size(), 1u);
+  EXPECT_EQ(c.devices[0].name, "cpu:0");
+  EXPECT_EQ(c.devices[0].threads, 2);
+  EXPECT_EQ(c.default_device, "cpu:0");
+  for (const Node& n : c.graph.nodes()) EXPECT_EQ(n.device, "cpu:0") << n.name;
+}
+
+TEST(ExampleConfigs, MlpHasTheExpectedParameters) {
+  const Config c = load_config(kConfigs + "fashion_mnist_mlp.yaml");
+  EXPECT_EQ(c.graph.param_count(), 203530);
+  EXPECT_EQ(c.train.epochs, 2);
+  EXPECT_EQ(c.train.optimizer.kind, OptimizerConfig::Kind::kMomentum);
+  EXPECT_EQ(c.data.train_images, "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+}
+
+TEST(ExampleConfigs, OpsRecordWhereTheConfigDefinesThem) {
+  const std::string path = kConfigs + "fashion_mnist_cnn.yaml";
+  const Config c = load_config(path);
+  const Node& image = c.graph.node(0);
+  EXPECT_EQ(image.loc.file, path);
+  EXPECT_GT(image.loc.line, 1);
+  EXPECT_EQ(image.loc.col, 7);  // the '{' of "    - {name: image, ..."
+  EXPECT_LT(image.loc.line, c.graph.node(1).loc.line);
+}
+
+TEST(ExampleConfigs, ResolvedYamlLoadsToTheSameConfig) {
+  const Config c = load_config(kConfigs + "fashion_mnist_cnn.yaml", {"train.epochs=1"});
+  const Config again = load_config_text(c.resolved_yaml, "resolved.yaml");
+  EXPECT_EQ(again.graph.param_count(), c.graph.param_count());
+  EXPECT_EQ(again.train.epochs, 1);
+  EXPECT_EQ(again.devices[0].threads, 2);
+}
+
+}  // namespace
+}  // namespace devmap

@@ -1,0 +1,66 @@
+// Runs the real coordinator on every malformed config of
+// tests/configs/bad/expected.txt: the first line of stderr must be exactly
+// the expected message and the exit status 2, with nothing launched.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/support/run_process.h"
+
+namespace devmap::testing {
+namespace {
+
+const std::string kBadDir = std::string(DEVMAP_SOURCE_DIR) + "/tests/configs/bad";
+
+struct BadConfig {
+  std::string file, expected;
+};
+
+std::vector<BadConfig> load_table() {
+  std::vector<BadConfig> table;
+  std::ifstream in(kBadDir + "/expected.txt");
+  for (std::string line; std::getline(in, line);) {
+    auto tab = line.find('\t');
+    if (line.empty() || line[0] == '#' || tab == std::string::npos) continue;
+    BadConfig b{line.substr(0, tab), line.substr(tab + 1)};
+    std::string path = kBadDir + "/" + b.file;
+    for (size_t pos; (pos = b.expected.find("{FILE}")) != std::string::npos;) b.expected.replace(pos, 6, path);
+    table.push_back(b);
+  }
+  return table;
+}
+
+TEST(BadConfigCli, EveryMalformedConfigExitsTwoWithItsExactMessage) {
+  auto table = load_table();
+  ASSERT_GE(table.size(), 10u);
+  TempDir dir;
+  for (const BadConfig& b : table) {
+    ProcessResult r = run_process({DEVMAP_COORDINATOR_BIN, "train", kBadDir + "/" + b.file, "--metrics",
+                                   dir.path() + "/m.jsonl"},
+                                  dir.path(), {"TMPDIR=" + dir.path()});
+    EXPECT_EQ(r.exit_code, 2) << b.file << ": " << r.err;
+    EXPECT_EQ(r.first_err_line(), b.expected) << b.file;
+  }
+  // A config error stops the run before any worker or file exists.
+  for (const std::string& e : tree_entries(dir.path()))
+    EXPECT_EQ(e.find("/devmap-", dir.path().size()), std::string::npos) << "left behind: " << e;
+}
+
+TEST(BadConfigCli, BadCommandLinesExitTwo) {
+  TempDir dir;
+  ProcessResult r = run_process({DEVMAP_COORDINATOR_BIN, "train"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.first_err_line(), "no config file given (see --help)");
+  r = run_process({DEVMAP_COORDINATOR_BIN, "--bogus", "x.yaml"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.first_err_line(), "unknown option '--bogus' (see --help)");
+  r = run_process({DEVMAP_COORDINATOR_BIN, "train", dir.path() + "/missing.yaml"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.first_err_line().find("missing.yaml"), std::string::npos) << r.err;
+  r = run_process({DEVMAP_COORDINATOR_BIN, "--help"}, dir.path());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("usage: coordinator"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace devmap::testing

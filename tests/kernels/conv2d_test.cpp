@@ -1,0 +1,199 @@
+#include "kernels/cpu/conv2d.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "tests/kernels/test_util.h"
+
+namespace devmap::test {
+namespace {
+
+using cpu::Conv2dKernel;
+
+std::vector<float> iota(int64_t n, float start = 1.0f) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = start + static_cast<float>(i);
+  return v;
+}
+
+void set(const Buffer& b, const std::vector<float>& v) {
+  ASSERT_EQ(b.size(), static_cast<int64_t>(v.size()));
+  std::copy(v.begin(), v.end(), b.data());
+}
+
+void randomize(OpHarness& h, uint64_t seed) {
+  for (size_t i = 0; i < h.inputs.size(); ++i) fill_uniform(span_of(h.inputs[i]), seed + i, -1.0f, 1.0f);
+  for (size_t i = 0; i < h.params.size(); ++i) fill_uniform(span_of(h.params[i]), seed + 100 + i, -1.0f, 1.0f);
+}
+
+TEST(Conv2d, HandComputed2x2Kernel) {
+  OpHarness h(make_node("conv2d", "c", {{1, 3, 3}}, {{"filters", int64_t{1}}, {"kernel", int64_t{2}}}), 1);
+  set(h.inputs[0], iota(9));        // [[1,2,3],[4,5,6],[7,8,9]]
+  set(h.params[0], {1, 0, 0, -1});  // y = x[i][j] - x[i+1][j+1] + b
+  set(h.params[1], {0.5f});
+  h.forward();
+  EXPECT_EQ(to_vector(h.output), (std::vector<float>{-3.5f, -3.5f, -3.5f, -3.5f}));
+
+  set(h.d_output, {1, 1, 1, 1});
+  h.backward();
+  EXPECT_EQ(to_vector(h.d_params[0]), (std::vector<float>{12, 16, 24, 28}));  // window sums
+  EXPECT_EQ(to_vector(h.d_params[1]), (std::vector<float>{4}));
+  EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{1, 1, 0, 1, 0, -1, 0, -1, -1}));
+}
+
+TEST(Conv2d, HandComputedStrideAndPadding) {
+  // 3x3 kernel of ones, stride 2, padding 1: each output sums the input
+  // pixels of its window that are not padding.
+  OpHarness h(make_node("conv2d", "c", {{1, 3, 3}},
+                        {{"filters", int64_t{1}},
+                         {"kernel", int64_t{3}},
+                         {"stride", int64_t{2}},
+                         {"padding", int64_t{1}},
+                         {"bias", false}}),
+              1);
+  set(h.inputs[0], iota(9));
+  set(h.params[0], std::vector<float>(9, 1.0f));
+  h.forward();
+  EXPECT_EQ(to_vector(h.output), (std::vector<float>{12, 16, 24, 28}));
+
+  set(h.d_output, {1, 0, 0, 0});  // only the top-left window
+  h.backward();
+  EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{1, 1, 0, 1, 1, 0, 0, 0, 0}));
+  // Weight taps that hit padding get nothing: the window is rows/cols -1..1.
+  EXPECT_EQ(to_vector(h.d_params[0]), (std::vector<float>{0, 0, 0, 0, 1, 2, 0, 4, 5}));
+}
+
+TEST(Conv2d, HandComputedChannelsAndBatch) {
+  // 1x1 kernel mixing two channels into two filters, two samples.
+  OpHarness h(make_node("conv2d", "c", {{2, 2, 2}}, {{"filters", int64_t{2}}, {"kernel", int64_t{1}}}), 2);
+  set(h.inputs[0], {1, 2, 3, 4, 10, 20, 30, 40, /* sample 1 */ 0, 0, 0, 0, 1, 1, 1, 1});
+  set(h.params[0], {1, 0.5f, -1, 2});
+  set(h.params[1], {0, 1});
+  h.forward();
+  EXPECT_EQ(to_vector(h.output),
+            (std::vector<float>{6, 12, 18, 24, 20, 39, 58, 77, /* sample 1 */ 0.5f, 0.5f, 0.5f, 0.5f, 3, 3, 3, 3}));
+}
+
+TEST(Conv2d, GradientsStride1) {
+  OpHarness h(make_node("conv2d", "c", {{3, 6, 7}}, {{"filters", int64_t{4}}, {"kernel", int64_t{3}}}), 2);
+  randomize(h, 1);
+  expect_gradients(h, 11);
+}
+
+TEST(Conv2d, GradientsStride2Padding1) {
+  OpHarness h(
+      make_node("conv2d", "c", {{2, 7, 7}},
+                {{"filters", int64_t{3}}, {"kernel", int64_t{3}}, {"stride", int64_t{2}}, {"padding", int64_t{1}}}),
+      2);
+  randomize(h, 2);
+  expect_gradients(h, 12);
+}
+
+TEST(Conv2d, GradientsStrideLargerThanKernelNoBias) {
+  OpHarness h(make_node("conv2d", "c", {{2, 8, 6}},
+                        {{"filters", int64_t{2}},
+                         {"kernel", int64_t{2}},
+                         {"stride", int64_t{3}},
+                         {"padding", int64_t{1}},
+                         {"bias", false}}),
+              2);
+  randomize(h, 3);
+  expect_gradients(h, 13);
+}
+
+TEST(Conv2d, FlippedGradientsFailTheCheck) {
+  OpHarness h(
+      make_node("conv2d", "c", {{2, 7, 7}},
+                {{"filters", int64_t{3}}, {"kernel", int64_t{3}}, {"stride", int64_t{2}}, {"padding", int64_t{1}}}),
+      2);
+  randomize(h, 4);
+  expect_gradients(h, 14, /*flip_sign=*/true);
+}
+
+TEST(Conv2d, WorkspaceContract) {
+  const Node node = make_node("conv2d", "c", {{3, 10, 10}}, {{"filters", int64_t{8}}, {"kernel", int64_t{3}}});
+  const size_t per_sample = (3 * 3 * 3 + 8) * 8 * 8 * sizeof(float);
+  Conv2dKernel unbounded;
+  EXPECT_EQ(unbounded.workspace_bytes(node, 1), per_sample);
+  EXPECT_EQ(unbounded.workspace_bytes(node, 64), 64 * per_sample);
+  EXPECT_EQ(unbounded.chunk_samples(node, 64), 64);
+
+  Conv2dKernel capped(3 * per_sample + 1);  // room for 3 samples
+  EXPECT_EQ(capped.chunk_samples(node, 2), 2);
+  EXPECT_EQ(capped.chunk_samples(node, 10), 3);
+  EXPECT_EQ(capped.workspace_bytes(node, 10), 3 * per_sample);
+  Conv2dKernel tiny(16);  // less than one sample: one sample at a time
+  EXPECT_EQ(tiny.workspace_bytes(node, 10), per_sample);
+  // Monotone in the batch, so the workspace for the largest micro-batch fits the rest.
+  for (int64_t b = 1; b < 10; ++b) EXPECT_LE(capped.workspace_bytes(node, b), capped.workspace_bytes(node, b + 1));
+}
+
+TEST(Conv2d, TooSmallWorkspaceThrows) {
+  OpHarness h(make_node("conv2d", "c", {{1, 4, 4}}, {{"filters", int64_t{1}}, {"kernel", int64_t{3}}}), 2);
+  h.ctx.workspace_bytes -= 4;
+  EXPECT_THROW(h.forward(), Error);
+}
+
+// Processing the batch in chunks (a capped workspace) gives the same result
+// as one chunk, up to the GEMM's rounding, and correct gradients.
+TEST(Conv2d, ChunkedBatchMatchesWholeBatch) {
+  const Node node =
+      make_node("conv2d", "c", {{2, 6, 6}}, {{"filters", int64_t{3}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}});
+  const size_t per_sample = (2 * 9 + 3) * 36 * sizeof(float);
+  OpHarness whole(node, 5);
+  OpHarness chunked(node, 5, 1, std::make_unique<Conv2dKernel>(2 * per_sample));  // chunks of 2, 2, 1
+  EXPECT_EQ(static_cast<Conv2dKernel&>(*chunked.kernel).chunk_samples(node, 5), 2);
+  randomize(whole, 5);
+  randomize(chunked, 5);
+  fill_uniform(span_of(whole.d_output), 6, -1, 1);
+  fill_uniform(span_of(chunked.d_output), 6, -1, 1);
+  whole.forward();
+  chunked.forward();
+  whole.backward();
+  chunked.backward();
+  auto expect_near = [](const Buffer& a, const Buffer& b, const char* what) {
+    for (int64_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a.data()[i], b.data()[i], 1e-5) << what << " " << i;
+  };
+  expect_near(whole.output, chunked.output, "y");
+  expect_near(whole.d_inputs[0], chunked.d_inputs[0], "dx");
+  expect_near(whole.d_params[0], chunked.d_params[0], "dW");
+  expect_near(whole.d_params[1], chunked.d_params[1], "db");
+  expect_gradients(chunked, 15);
+}
+
+TEST(Conv2d, AccumulateAddsParamGradients) {
+  OpHarness h(make_node("conv2d", "c", {{2, 5, 5}}, {{"filters", int64_t{3}}, {"kernel", int64_t{3}}}), 2);
+  randomize(h, 7);
+  fill_uniform(span_of(h.d_output), 8, -1, 1);
+  h.forward();
+  h.backward();
+  const std::vector<float> dw = to_vector(h.d_params[0]), db = to_vector(h.d_params[1]);
+  h.backward(/*accumulate=*/false);  // overwrites: same values, not doubled
+  EXPECT_EQ(to_vector(h.d_params[0]), dw);
+  h.backward(/*accumulate=*/true);
+  for (size_t i = 0; i < dw.size(); ++i) EXPECT_NEAR(h.d_params[0].data()[i], 2 * dw[i], 1e-5 * (1 + std::abs(dw[i])));
+  for (size_t i = 0; i < db.size(); ++i) EXPECT_FLOAT_EQ(h.d_params[1].data()[i], 2 * db[i]);
+}
+
+TEST(Conv2d, NullInputGradientIsSkipped) {
+  const Node node = make_node("conv2d", "c", {{2, 5, 5}}, {{"filters", int64_t{3}}, {"kernel", int64_t{3}}});
+  OpHarness full(node, 2), params_only(node, 2);
+  for (OpHarness* h : {&full, &params_only}) {
+    randomize(*h, 9);
+    fill_uniform(span_of(h->d_output), 10, -1, 1);
+  }
+  params_only.want_input_grad = {false};
+  std::fill(params_only.d_inputs[0].data(), params_only.d_inputs[0].data() + params_only.d_inputs[0].size(), 7.0f);
+  full.forward();
+  params_only.forward();
+  full.backward();
+  params_only.backward();
+  EXPECT_TRUE(same_bits(full.d_params[0], params_only.d_params[0]));
+  EXPECT_TRUE(same_bits(full.d_params[1], params_only.d_params[1]));
+  for (float v : to_vector(params_only.d_inputs[0])) EXPECT_EQ(v, 7.0f);
+}
+
+}  // namespace
+}  // namespace devmap::test

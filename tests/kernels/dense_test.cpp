@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "tests/kernels/test_util.h"
+
+namespace devmap::test {
+namespace {
+
+void set(const Buffer& b, const std::vector<float>& v) {
+  ASSERT_EQ(b.size(), static_cast<int64_t>(v.size()));
+  std::copy(v.begin(), v.end(), b.data());
+}
+
+void randomize(OpHarness& h, uint64_t seed) {
+  fill_uniform(span_of(h.inputs[0]), seed, -1, 1);
+  for (size_t i = 0; i < h.params.size(); ++i) fill_uniform(span_of(h.params[i]), seed + 1 + i, -1, 1);
+}
+
+TEST(Dense, HandComputed) {
+  OpHarness h(make_node("dense", "fc", {{2}}, {{"units", int64_t{3}}}), 2);
+  set(h.inputs[0], {1, 2, /* sample 1 */ -1, 0.5f});
+  set(h.params[0], {1, 0, 0, 1, 1, 1});  // W [3, 2]
+  set(h.params[1], {0.5f, -0.5f, 0});
+  h.forward();
+  EXPECT_EQ(to_vector(h.output), (std::vector<float>{1.5f, 1.5f, 3, -0.5f, 0, -0.5f}));
+
+  set(h.d_output, {1, 0, 2, /* sample 1 */ 0, 1, -1});
+  h.backward();
+  // dx = dy W
+  EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{3, 2, -1, 0}));
+  // dW = dy^T x
+  EXPECT_EQ(to_vector(h.d_params[0]), (std::vector<float>{1, 2, -1, 0.5f, 3, 3.5f}));
+  EXPECT_EQ(to_vector(h.d_params[1]), (std::vector<float>{1, 1, 1}));
+}
+
+TEST(Dense, Gradients) {
+  OpHarness h(make_node("dense", "fc", {{7}}, {{"units", int64_t{5}}}), 3);
+  randomize(h, 1);
+  expect_gradients(h, 51);
+}
+
+TEST(Dense, GradientsNoBias) {
+  OpHarness h(make_node("dense", "fc", {{6}}, {{"units", int64_t{4}}, {"bias", false}}), 2);
+  randomize(h, 2);
+  expect_gradients(h, 52);
+}
+
+TEST(Dense, FlippedGradientsFailTheCheck) {
+  OpHarness h(make_node("dense", "fc", {{7}}, {{"units", int64_t{5}}}), 3);
+  randomize(h, 3);
+  expect_gradients(h, 53, /*flip_sign=*/true);
+}
+
+TEST(Dense, AccumulateAddsParamGradients) {
+  OpHarness h(make_node("dense", "fc", {{7}}, {{"units", int64_t{5}}}), 3);
+  randomize(h, 4);
+  fill_uniform(span_of(h.d_output), 5, -1, 1);
+  h.forward();
+  h.backward();
+  const std::vector<float> dw = to_vector(h.d_params[0]), db = to_vector(h.d_params[1]);
+  h.backward(false);
+  EXPECT_EQ(to_vector(h.d_params[0]), dw);
+  h.backward(true);
+  for (size_t i = 0; i < dw.size(); ++i) EXPECT_NEAR(h.d_params[0].data()[i], 2 * dw[i], 1e-5 * (1 + std::abs(dw[i])));
+  for (size_t i = 0; i < db.size(); ++i) EXPECT_FLOAT_EQ(h.d_params[1].data()[i], 2 * db[i]);
+}
+
+TEST(Dense, NullInputGradientIsSkipped) {
+  OpHarness h(make_node("dense", "fc", {{4}}, {{"units", int64_t{3}}}), 2);
+  randomize(h, 6);
+  h.want_input_grad = {false};
+  std::fill(h.d_inputs[0].data(), h.d_inputs[0].data() + h.d_inputs[0].size(), 7.0f);
+  h.forward();
+  h.backward();
+  for (float v : to_vector(h.d_inputs[0])) EXPECT_EQ(v, 7.0f);
+}
+
+}  // namespace
+}  // namespace devmap::test

@@ -1,0 +1,141 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "tests/kernels/test_util.h"
+
+namespace devmap::test {
+namespace {
+
+void set(const Buffer& b, const std::vector<float>& v) {
+  ASSERT_EQ(b.size(), static_cast<int64_t>(v.size()));
+  std::copy(v.begin(), v.end(), b.data());
+}
+
+// Distinct values 0.05 apart in a shuffled order: no two elements of a window
+// can swap places under the checker's +-0.01 perturbation, so max pooling is
+// differentiable at every point checked.
+void fill_distinct(const Buffer& b, uint32_t seed) {
+  std::vector<float> v(static_cast<size_t>(b.size()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.05f * static_cast<float>(i) - 1.0f;
+  std::shuffle(v.begin(), v.end(), std::mt19937(seed));
+  set(b, v);
+}
+
+Node pool_node(Shape in, int64_t kernel, int64_t stride, int64_t padding) {
+  return make_node("max_pool2d", "p", {std::move(in)}, {{"kernel", kernel}, {"stride", stride}, {"padding", padding}});
+}
+
+TEST(MaxPool2d, HandComputedKernel2) {
+  OpHarness h(pool_node({1, 4, 4}, 2, 0, 0), 1);  // stride 0 means stride = kernel
+  set(h.inputs[0], {1, 5, 2, 0,                   //
+                    3, 4, 8, 7,                   //
+                    -1, -2, 6, 6,                 //
+                    -3, -4, 6, 9});
+  h.forward();
+  EXPECT_EQ(to_vector(h.output), (std::vector<float>{5, 8, -1, 9}));
+  set(h.d_output, {10, 20, 30, 40});
+  h.backward();
+  EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{0, 10, 0, 0,  //
+                                                          0, 0, 20, 0,  //
+                                                          30, 0, 0, 0,  //
+                                                          0, 0, 0, 40}));
+}
+
+TEST(MaxPool2d, HandComputedStrideAndPadding) {
+  // kernel 3, stride 2, padding 1 over 3x3: windows rows/cols {-1..1} and {1..3}.
+  OpHarness h(pool_node({1, 3, 3}, 3, 2, 1), 1);
+  set(h.inputs[0], {-1, -2, -3,  //
+                    -4, -5, -6,  //
+                    -7, -8, -9});
+  h.forward();
+  // Padding is -inf, not 0: all outputs are real (negative) pixels.
+  EXPECT_EQ(to_vector(h.output), (std::vector<float>{-1, -2, -4, -5}));
+  set(h.d_output, {1, 2, 3, 4});
+  h.backward();
+  EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{1, 2, 0, 3, 4, 0, 0, 0, 0}));
+}
+
+TEST(MaxPool2d, TiesGoToTheFirstMaximumAndOverlapsAdd) {
+  // kernel 2, stride 1: overlapping windows over a constant plane. Each
+  // window's first element (row-major) takes its gradient.
+  OpHarness h(pool_node({1, 3, 3}, 2, 1, 0), 1);
+  set(h.inputs[0], std::vector<float>(9, 2.0f));
+  h.forward();
+  EXPECT_EQ(to_vector(h.output), (std::vector<float>{2, 2, 2, 2}));
+  set(h.d_output, {1, 10, 100, 1000});
+  h.backward();
+  EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{1, 10, 0, 100, 1000, 0, 0, 0, 0}));
+
+  set(h.inputs[0], {0, 7, 7,  //
+                    7, 7, 0,  //
+                    0, 0, 0});
+  h.forward();
+  h.backward();
+  // Window (0,0) {0,7,7,7} -> (0,1); (0,1) {7,7,7,0} -> (0,1); (1,0) {7,7,0,0} -> (1,0); (1,1) {7,0,0,0} -> (1,1).
+  EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{0, 11, 0, 100, 1000, 0, 0, 0, 0}));
+}
+
+TEST(MaxPool2d, NanPropagates) {
+  OpHarness h(pool_node({1, 2, 2}, 2, 0, 0), 1);
+  set(h.inputs[0], {1, std::nanf(""), 3, 2});
+  h.forward();
+  EXPECT_TRUE(std::isnan(h.output.data()[0]));
+}
+
+TEST(MaxPool2d, GradientsKernel2) {
+  OpHarness h(pool_node({3, 6, 6}, 2, 0, 0), 2);
+  fill_distinct(h.inputs[0], 1);
+  expect_gradients(h, 21);
+}
+
+TEST(MaxPool2d, GradientsStrideNotKernelWithPadding) {
+  OpHarness h(pool_node({2, 7, 6}, 3, 2, 1), 2);
+  fill_distinct(h.inputs[0], 2);
+  expect_gradients(h, 22);
+}
+
+TEST(MaxPool2d, GradientsOverlappingWindows) {
+  OpHarness h(pool_node({2, 5, 5}, 3, 1, 1), 2);
+  fill_distinct(h.inputs[0], 3);
+  expect_gradients(h, 23);
+}
+
+// The schema does not keep the output, but when an executor passes it,
+// backward uses it instead of recomputing the maxima: same bits.
+TEST(MaxPool2d, BackwardWithOrWithoutTheOutputAgrees) {
+  for (const Node& node :
+       {pool_node({3, 9, 8}, 3, 2, 1), pool_node({2, 6, 6}, 2, 1, 0), pool_node({2, 6, 7}, 2, 0, 0)}) {
+    OpHarness a(node, 2), b(node, 2);
+    b.pass_output_to_backward = true;
+    for (OpHarness* h : {&a, &b}) {
+      fill_uniform(span_of(h->inputs[0]), 1, -1, 1);
+      h->inputs[0].data()[5] = h->inputs[0].data()[6];  // a tie
+      h->inputs[0].data()[20] = std::nanf("");
+      fill_uniform(span_of(h->d_output), 2, -1, 1);
+      h->forward();
+      h->backward();
+    }
+    EXPECT_TRUE(same_bits(a.d_inputs[0], b.d_inputs[0]));
+  }
+}
+
+// Wide rows exercise the backward's column segments (256 outputs each).
+TEST(MaxPool2d, GradientsWideRows) {
+  OpHarness h(pool_node({1, 2, 600}, 2, 1, 1), 1);
+  fill_distinct(h.inputs[0], 5);
+  expect_gradients(h, 25);
+}
+
+TEST(MaxPool2d, FlippedGradientsFailTheCheck) {
+  OpHarness h(pool_node({2, 7, 6}, 3, 2, 1), 2);
+  fill_distinct(h.inputs[0], 4);
+  expect_gradients(h, 24, /*flip_sign=*/true);
+}
+
+}  // namespace
+}  // namespace devmap::test

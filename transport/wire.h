@@ -1,0 +1,141 @@
+// Wire messages between the coordinator and workers. Every ZeroMQ message
+// is one frame: a MsgHeader followed by the message's body. Bodies are
+// plain structs with their size fixed by static_assert, or bytes encoded
+// with core/bytes.h (the plan, error text). Tensor data never travels in a
+// message: only handles to shared-memory slots do.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace devmap::wire {
+
+constexpr uint32_t kMagic = 0x50414d44;  // "DMAP" little-endian
+// Bumped whenever a message's layout or meaning changes; HELLO carries it
+// and a mismatch ends the handshake with an error.
+constexpr uint32_t kProtocolVersion = 1;
+
+enum class MsgType : uint32_t {
+  kHello = 1,     // worker -> coordinator: Hello
+  kPlan = 2,      // coordinator -> worker: encoded WorkerPlan
+  kReady = 3,     // worker -> coordinator: Ready
+  kStep = 4,      // coordinator -> worker: Step
+  kStepDone = 5,  // worker -> coordinator: StepDone (+ ParamStat entries when asked)
+  kError = 6,     // either way: UTF-8 text, the whole reason
+  kShutdown = 7,  // coordinator -> worker: no body
+  kBye = 8,       // worker -> coordinator: Bye, sent just before exit(0)
+};
+
+const char* msg_type_name(MsgType t);
+
+struct MsgHeader {
+  uint32_t magic;
+  uint32_t type;
+  uint64_t body_bytes;
+};
+static_assert(sizeof(MsgHeader) == 16 && std::is_trivially_copyable_v<MsgHeader>);
+
+struct Hello {
+  uint32_t protocol_version;
+  int32_t pid;
+  char device[24];  // NUL-terminated
+};
+static_assert(sizeof(Hello) == 32 && std::is_trivially_copyable_v<Hello>);
+
+struct Ready {
+  uint64_t param_count;   // parameters this worker owns
+  uint64_t buffer_bytes;  // bytes of tensors and workspace it allocated
+  char runtime[96];       // the worker's compute libraries, e.g. "OpenBLAS 0.3.21 ... Zen", NUL-terminated
+};
+static_assert(sizeof(Ready) == 112 && std::is_trivially_copyable_v<Ready>);
+
+enum StepFlags : uint32_t {
+  kTrain = 1u << 0,       // forward + backward + optimizer update (else forward only)
+  kParamStats = 1u << 1,  // append a ParamStat per parameter to StepDone
+};
+
+struct Step {
+  int64_t step;           // 0-based training step, or evaluation batch number
+  int64_t batch;          // samples in this batch
+  int64_t sample_offset;  // first sample within the step
+  int64_t batch_total;    // samples in the whole step
+  uint32_t slot;          // input slot holding this batch
+  uint32_t flags;         // StepFlags
+};
+static_assert(sizeof(Step) == 40 && std::is_trivially_copyable_v<Step>);
+
+struct StepDone {
+  int64_t step;
+  float loss;    // the loss op's value (0 when the worker has none)
+  float metric;  // the first metric op's value (0 when none)
+  double compute_seconds;
+  uint32_t param_stats;  // ParamStat entries that follow
+  uint32_t reserved;
+};
+static_assert(sizeof(StepDone) == 32 && std::is_trivially_copyable_v<StepDone>);
+
+struct ParamStat {
+  char name[48];  // "conv1.weight", NUL-terminated (truncated if longer)
+  float grad_norm;
+  float update_norm;  // ||value after - value before||
+  float value_norm;
+  uint32_t reserved;
+};
+static_assert(sizeof(ParamStat) == 64 && std::is_trivially_copyable_v<ParamStat>);
+
+struct Bye {
+  uint64_t vm_hwm_bytes;  // the worker process's peak resident set (VmHWM)
+  uint64_t reserved;
+};
+static_assert(sizeof(Bye) == 16 && std::is_trivially_copyable_v<Bye>);
+
+// Builds one frame: header + body.
+std::string frame(MsgType type, std::string_view body);
+template <typename T>
+std::string frame(MsgType type, const T& body) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  return frame(type, std::string_view(reinterpret_cast<const char*>(&body), sizeof body));
+}
+
+// A parsed frame. parse() throws devmap::Error (kRuntime) on a bad magic or
+// a length that disagrees with the frame.
+struct Message {
+  MsgType type;
+  std::string body;
+
+  static Message parse(std::string_view frame);
+  // The body as a fixed struct (optionally followed by more bytes when
+  // allow_tail); throws when it is too short.
+  template <typename T>
+  T as(bool allow_tail = false) const;
+};
+
+void check_body_size(const Message& m, size_t want, bool allow_tail);
+
+template <typename T>
+T Message::as(bool allow_tail) const {
+  static_assert(std::is_trivially_copyable_v<T>);
+  check_body_size(*this, sizeof(T), allow_tail);
+  T v;
+  std::memcpy(&v, body.data(), sizeof v);
+  return v;
+}
+
+// Copies a string into a fixed char array, NUL-terminated, truncating.
+template <size_t N>
+void copy_name(char (&dst)[N], std::string_view src) {
+  size_t n = std::min(src.size(), N - 1);
+  std::memcpy(dst, src.data(), n);
+  std::memset(dst + n, 0, N - n);
+}
+template <size_t N>
+std::string read_name(const char (&src)[N]) {
+  return std::string(src, strnlen(src, N));
+}
+
+}  // namespace devmap::wire

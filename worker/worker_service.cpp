@@ -1,0 +1,225 @@
+#include "worker/worker_service.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "core/error.h"
+#include "core/executor.h"
+#include "core/process_stats.h"
+#include "core/worker_plan.h"
+#include "transport/control_channel.h"
+#include "transport/shm_segment.h"
+
+namespace devmap {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct Args {
+  std::string endpoint, device;
+};
+
+void print_usage(const std::string& program, std::ostream& os) {
+  os << "usage: " << program << " --endpoint ipc://PATH --device NAME\n"
+     << "\n"
+     << "A devmap worker process. The coordinator starts one per device; you do\n"
+     << "not run it by hand. It connects to the coordinator's control socket,\n"
+     << "receives its part of the plan, and runs steps until told to stop.\n"
+     << "\n"
+     << "  --endpoint ipc://PATH   the coordinator's control socket\n"
+     << "  --device NAME           the device this worker serves (cpu:0, gpu:0, ...)\n"
+     << "  --help                  this text\n";
+}
+
+Args parse_args(int argc, char** argv, const std::string& program) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw_invalid(program + ": " + arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--endpoint") a.endpoint = value();
+    else if (arg == "--device") a.device = value();
+    else throw_invalid(program + ": unknown option '" + arg + "' (see --help)");
+  }
+  if (a.endpoint.empty() || a.device.empty()) throw_invalid(program + ": --endpoint and --device are required (see --help)");
+  return a;
+}
+
+// Waits for one message from the coordinator; gives up when the parent
+// process is gone (the coordinator died) so that no worker is orphaned.
+wire::Message await_message(ControlClient& client, pid_t parent) {
+  for (;;) {
+    if (auto m = client.recv(milliseconds(500))) return *std::move(m);
+    if (::getppid() != parent) throw_runtime("the coordinator (pid " + std::to_string(parent) + ") is gone");
+  }
+}
+
+double l2_norm(const float* v, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(v[i]) * v[i];
+  return std::sqrt(s);
+}
+
+class Worker {
+ public:
+  Worker(ControlClient& client, const WorkerRuntime& rt, WorkerPlan plan)
+      : client_(client), plan_(std::move(plan)), segment_(ShmSegment::open(plan_.input_segment)) {
+    if (segment_.size() < plan_.layout.total_bytes())
+      throw_runtime("input segment " + plan_.input_segment + " is smaller than its layout");
+    rt.set_threads(plan_.threads);
+    Program program = plan_.training ? build_training_program(plan_.graph)
+                                     : build_inference_program(plan_.graph, plan_.outputs);
+    exec_ = std::make_unique<Executor>(plan_.graph, std::move(program), *rt.kernels, plan_.optimizer,
+                                       plan_.threads, plan_.seed);
+    exec_->reserve(plan_.max_batch);
+    exec_->init_parameters();
+    loss_node_ = plan_.graph.find_role(OpRole::kLoss);
+    auto metrics = plan_.graph.find_all_role(OpRole::kMetric);
+    metric_node_ = metrics.empty() ? -1 : metrics[0];
+    // Fault injection for the tests of failure handling: fail at this step.
+    if (const char* f = std::getenv("DEVMAP_TEST_FAIL_AT_STEP")) fail_at_step_ = std::atoll(f);
+  }
+
+  wire::Ready ready(const WorkerRuntime& rt) const {
+    wire::Ready r{};
+    wire::copy_name(r.runtime, rt.describe ? rt.describe() : rt.device_kind);
+    for (const Parameter& p : exec_->parameters()) r.param_count += static_cast<uint64_t>(p.spec.shape.numel());
+    return r;
+  }
+
+  std::string step(const wire::Step& s) {
+    if (s.slot >= plan_.layout.slots || s.batch < 1 || s.batch > plan_.max_batch)
+      throw_runtime("STEP out of range: slot " + std::to_string(s.slot) + ", batch " + std::to_string(s.batch));
+    auto* base = static_cast<char*>(segment_.data()) + s.slot * plan_.layout.slot_bytes;
+    for (size_t k = 0; k < plan_.layout.input_nodes.size(); ++k)
+      exec_->bind_input(plan_.layout.input_nodes[k], reinterpret_cast<float*>(base + plan_.layout.input_offsets[k]));
+
+    if (fail_at_step_ >= 0 && s.step == fail_at_step_ && (s.flags & wire::kTrain))
+      throw_runtime("injected failure at step " + std::to_string(s.step) + " (DEVMAP_TEST_FAIL_AT_STEP)");
+    bool train = (s.flags & wire::kTrain) != 0;
+    StepInfo info{s.step, s.sample_offset, s.batch_total, train};
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::vector<float>> before;
+    bool stats = (s.flags & wire::kParamStats) != 0 && train;
+    if (stats)
+      for (const Parameter& p : exec_->parameters())
+        before.emplace_back(p.value.data(), p.value.data() + p.spec.shape.numel());
+    exec_->forward(s.batch, info);
+    wire::StepDone done{};
+    done.step = s.step;
+    if (loss_node_ >= 0 && exec_->program().needed[static_cast<size_t>(loss_node_)]) done.loss = exec_->scalar(loss_node_);
+    if (metric_node_ >= 0 && exec_->program().needed[static_cast<size_t>(metric_node_)]) done.metric = exec_->scalar(metric_node_);
+    if (train) {
+      exec_->backward(s.batch, info, /*accumulate=*/false);
+      exec_->apply_optimizer(s.step + 1);
+    }
+    done.compute_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string body(reinterpret_cast<const char*>(&done), sizeof done);
+    if (stats) {
+      auto& params = exec_->parameters();
+      done.param_stats = static_cast<uint32_t>(params.size());
+      body.assign(reinterpret_cast<const char*>(&done), sizeof done);
+      for (size_t i = 0; i < params.size(); ++i) {
+        const Parameter& p = params[i];
+        int64_t n = p.spec.shape.numel();
+        wire::ParamStat st{};
+        wire::copy_name(st.name, p.name);
+        st.grad_norm = static_cast<float>(l2_norm(p.grad.data(), n));
+        double d = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          double diff = static_cast<double>(p.value.data()[j]) - before[i][static_cast<size_t>(j)];
+          d += diff * diff;
+        }
+        st.update_norm = static_cast<float>(std::sqrt(d));
+        st.value_norm = static_cast<float>(l2_norm(p.value.data(), n));
+        body.append(reinterpret_cast<const char*>(&st), sizeof st);
+      }
+    }
+    return wire::frame(wire::MsgType::kStepDone, std::string_view(body));
+  }
+
+ private:
+  ControlClient& client_;
+  WorkerPlan plan_;
+  ShmSegment segment_;
+  std::unique_ptr<Executor> exec_;
+  int loss_node_ = -1, metric_node_ = -1;
+  int64_t fail_at_step_ = -1;
+};
+
+void serve(const Args& args, const WorkerRuntime& rt) {
+  pid_t parent = ::getppid();
+  zmq::context_t ctx(1);
+  ControlClient client(ctx, args.endpoint, args.device);
+  std::unique_ptr<Worker> worker;
+  try {
+    wire::Hello hello{};
+    hello.protocol_version = wire::kProtocolVersion;
+    hello.pid = static_cast<int32_t>(::getpid());
+    wire::copy_name(hello.device, args.device);
+    client.send(wire::frame(wire::MsgType::kHello, hello));
+
+    for (;;) {
+      wire::Message m = await_message(client, parent);
+      switch (m.type) {
+        case wire::MsgType::kPlan:
+          worker = std::make_unique<Worker>(client, rt, decode_worker_plan(m.body));
+          client.send(wire::frame(wire::MsgType::kReady, worker->ready(rt)));
+          break;
+        case wire::MsgType::kStep:
+          if (!worker) throw_runtime("STEP before PLAN");
+          client.send(worker->step(m.as<wire::Step>()));
+          break;
+        case wire::MsgType::kShutdown:
+          client.send(wire::frame(wire::MsgType::kBye, wire::Bye{read_vm_hwm_bytes(), 0}));
+          return;
+        case wire::MsgType::kError:
+          throw_runtime("coordinator: " + m.body);
+        default:
+          throw_runtime(std::string("unexpected ") + wire::msg_type_name(m.type) + " message");
+      }
+    }
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    try {
+      client.send(wire::frame(wire::MsgType::kError, std::string_view(what)));
+    } catch (...) {
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
+int worker_main(int argc, char** argv, const WorkerRuntime& rt) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      print_usage(rt.program, std::cout);
+      return 0;
+    }
+  Args args;
+  try {
+    args = parse_args(argc, argv, rt.program);
+  } catch (const Error& e) {
+    std::cerr << e.what() << "\n";
+    return e.exit_code();
+  }
+  try {
+    serve(args, rt);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << rt.program << " " << args.device << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace devmap

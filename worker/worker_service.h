@@ -1,0 +1,25 @@
+// The worker process's main loop, shared by every device kind: connect to
+// the coordinator, HELLO, receive the plan, build the executor with this
+// device's kernels, then run steps until SHUTDOWN. Any failure is reported
+// to the coordinator as an ERROR message (and on stderr) before exiting 1.
+// The worker also exits when its parent (the coordinator) disappears.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/kernel.h"
+
+namespace devmap {
+
+struct WorkerRuntime {
+  std::string program;             // "worker_cpu"
+  std::string device_kind;         // "cpu"
+  const KernelFactory* kernels;    // this device kind's kernels
+  std::function<void(int)> set_threads;  // tells libraries (OpenBLAS) how many threads to use
+  std::function<std::string()> describe;  // the compute libraries and their versions
+};
+
+int worker_main(int argc, char** argv, const WorkerRuntime& runtime);
+
+}  // namespace devmap
