@@ -56,16 +56,26 @@ CommandLine parse_command_line(int argc, char** argv) {
       if (i + 1 >= argc) throw_invalid(arg + " needs a value (see --help)");
       return argv[++i];
     };
-    if (arg == "-h" || arg == "--help") cl.help = true;
-    else if (arg == "--version") cl.version = true;
-    else if (arg == "--set") cl.overrides.push_back(value());
-    else if (arg.rfind("--set=", 0) == 0) cl.overrides.push_back(arg.substr(6));
-    else if (arg == "--metrics") cl.run.metrics_path = value();
-    else if (arg == "--log-every") cl.run.log_every = parse_positive(arg, value());
-    else if (arg == "--param-stats") cl.run.param_stats = true;
-    else if (arg == "--worker-dir") cl.run.worker_dir = value();
-    else if (arg.size() > 1 && arg[0] == '-') throw_invalid("unknown option '" + arg + "' (see --help)");
-    else positional.push_back(arg);
+    if (arg == "-h" || arg == "--help")
+      cl.help = true;
+    else if (arg == "--version")
+      cl.version = true;
+    else if (arg == "--set")
+      cl.overrides.push_back(value());
+    else if (arg.rfind("--set=", 0) == 0)
+      cl.overrides.push_back(arg.substr(6));
+    else if (arg == "--metrics")
+      cl.run.metrics_path = value();
+    else if (arg == "--log-every")
+      cl.run.log_every = parse_positive(arg, value());
+    else if (arg == "--param-stats")
+      cl.run.param_stats = true;
+    else if (arg == "--worker-dir")
+      cl.run.worker_dir = value();
+    else if (arg.size() > 1 && arg[0] == '-')
+      throw_invalid("unknown option '" + arg + "' (see --help)");
+    else
+      positional.push_back(arg);
   }
   if (cl.help || cl.version) return cl;
   static const std::vector<std::string> kSubcommands = {"train"};

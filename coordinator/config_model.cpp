@@ -16,6 +16,8 @@ std::string declared_list(const std::vector<DeviceSpec>& devices) {
   return join_names(names);
 }
 
+constexpr size_t kMaxOpNameLength = 100;
+
 std::string plural_inputs(int n) { return std::to_string(n) + (n == 1 ? " input" : " inputs"); }
 
 // Reads one entry of model.ops; `all_names` maps every op name in the list
@@ -53,8 +55,11 @@ class OpBuilder {
     auto name = scalar_string(value);
     if (!name) src_.fail(value, entry + " name must be a string, got " + describe_node(value));
     if (!is_valid_op_name(*name))
-      src_.fail(value, "op name '" + *name +
-                           "' is not valid: use letters, digits, '_', '.' and '-', starting with a letter or '_'");
+      src_.fail(value, "op name " + quoted(*name) +
+                           " is not valid: use letters, digits, '_', '.' and '-', starting with a letter or '_'");
+    if (name->size() > kMaxOpNameLength)
+      src_.fail(value, "op name " + quoted(*name) + " is longer than " + std::to_string(kMaxOpNameLength) +
+                           " characters");
     if (int previous = graph_.find(*name); previous >= 0)
       src_.fail(value, "duplicate op name '" + *name + "' (first defined at line " +
                            std::to_string(graph_.node(previous).loc.line) + ")");
@@ -68,7 +73,7 @@ class OpBuilder {
     auto op = scalar_string(value);
     if (!op) src_.fail(value, "op '" + name + "': op must be a string, got " + describe_node(value));
     const OpSchema* schema = find_op(*op);
-    if (!schema) src_.fail(value, "unknown op '" + *op + "' (known: " + join_names(known_op_names()) + ")");
+    if (!schema) src_.fail(value, "unknown op " + quoted(*op) + " (known: " + join_names(known_op_names()) + ")");
     return schema;
   }
 
@@ -127,7 +132,7 @@ class OpBuilder {
     auto name = scalar_string(element);
     if (!name) src_.fail(element, "op '" + op_name + "' inputs must be op names, got " + describe_node(element));
     if (int index = graph_.find(*name); index >= 0) return index;
-    const std::string head = "op '" + op_name + "' input '" + *name + "'";
+    const std::string head = "op '" + op_name + "' input " + quoted(*name);
     if (*name == op_name) src_.fail(element, head + " names the op itself");
     if (auto later = all_names_.find(*name); later != all_names_.end())
       src_.fail(element, head + " names an op defined after it (line " + std::to_string(later->second) +

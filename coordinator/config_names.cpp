@@ -6,6 +6,27 @@
 
 namespace devmap {
 
+std::string one_line(std::string_view text, size_t max) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= max) return out + "...";
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += std::string("\\x") + hex[c >> 4] + hex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string quoted(std::string_view text) { return "'" + one_line(text, 60) + "'"; }
+
 int edit_distance(const std::string& a, const std::string& b) {
   // Optimal string alignment distance, O(|a| * |b|): names are short.
   const size_t n = a.size(), m = b.size();
@@ -45,7 +66,7 @@ std::string join_names(const std::vector<std::string>& names) {
 
 std::string unknown_key_message(const std::string& key, const std::string& where,
                                 const std::vector<std::string>& valid) {
-  std::string msg = "unknown key '" + key + "' " + where;
+  std::string msg = "unknown key " + quoted(key) + " " + where;
   if (auto near = nearest_name(key, valid)) return msg + " (did you mean '" + *near + "'?)";
   return msg + " (valid: " + join_names(valid) + ")";
 }
@@ -77,7 +98,7 @@ std::optional<DeviceName> parse_device_name(const std::string& name) {
 }
 
 std::string bad_device_name_message(const std::string& name) {
-  return "bad device name '" + name + "' (expected cpu:N or gpu:N, e.g. cpu:0)";
+  return "bad device name " + quoted(name) + " (expected cpu:N or gpu:N, e.g. cpu:0)";
 }
 
 }  // namespace devmap

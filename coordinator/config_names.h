@@ -4,11 +4,18 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "coordinator/config.h"
 
 namespace devmap {
+
+// `text` made safe to show inside a one-line message: control characters
+// escaped (\n, \t, \xNN) and anything past `max` characters cut to "...".
+std::string one_line(std::string_view text, size_t max = 200);
+// "'text'" with one_line(text, 60): for names and values the user wrote.
+std::string quoted(std::string_view text);
 
 // Edit distance (insert, delete, substitute, swap two neighbours: 1 each).
 int edit_distance(const std::string& a, const std::string& b);

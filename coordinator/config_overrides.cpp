@@ -42,7 +42,7 @@ class Override {
     const std::string key = text_.substr(0, eq);
     const std::vector<std::string> path = split_path(key);
     for (const std::string& part : path)
-      if (part.empty()) fail("the key '" + key + "' has an empty part (keys are joined by single dots)");
+      if (part.empty()) fail("the key " + quoted(key) + " has an empty part (keys are joined by single dots)");
     YAML::Node value = parse_value(text_.substr(eq + 1));
 
     YAML::Node map = root;
@@ -70,7 +70,7 @@ class Override {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& message) const { throw_invalid("--set " + text_ + ": " + message); }
+  [[noreturn]] void fail(const std::string& message) const { throw_invalid("--set " + one_line(text_) + ": " + message); }
 
   YAML::Node parse_value(const std::string& text) const {
     try {
@@ -137,7 +137,7 @@ class Override {
     if (last == path.size()) {
       std::string given;
       for (size_t i = first; i < std::max(first + 1, path.size() - 1); ++i) given += (i == first ? "" : ".") + path[i];
-      fail("model.ops has no op named '" + given + "' (ops: " + join_names(names) + ")");
+      fail("model.ops has no op named " + quoted(given) + " (ops: " + join_names(names) + ")");
     }
     if (last + 1 == path.size()) fail("name one of the op's keys: model.ops." + name + ".KEY=VALUE");
     if (last + 2 < path.size())

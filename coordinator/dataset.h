@@ -13,9 +13,9 @@
 namespace devmap {
 
 struct Dataset {
-  std::string name;          // "train", "test"
+  std::string name;  // "train", "test"
   int64_t count = 0;
-  Shape sample_shape;        // [1, rows, cols]
+  Shape sample_shape;         // [1, rows, cols]
   std::vector<float> pixels;  // count * sample_shape.numel(), in [0, 1]
   std::vector<uint8_t> labels;
 

@@ -25,7 +25,9 @@ void ProgressBar::update(int64_t done, const std::string& status) {
   }
 }
 
-void ProgressBar::finish(const std::string& status) { draw(total_, status, true); }
+void ProgressBar::finish(const std::string& status) {
+  draw(total_, status, true);
+}
 
 void ProgressBar::draw(int64_t done, const std::string& status, bool final) {
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

@@ -8,10 +8,10 @@
 namespace devmap {
 
 struct RunOptions {
-  std::string metrics_path;   // JSON lines, appended; empty: runs/<config>/<time>/metrics.jsonl
-  int64_t log_every = 100;    // a "step" metrics line (and a plain progress line) every N steps
-  bool param_stats = false;   // log per-parameter gradient and update norms of step 1
-  std::string worker_dir;     // where worker_cpu lives; empty: beside the coordinator
+  std::string metrics_path;  // JSON lines, appended; empty: runs/<config>/<time>/metrics.jsonl
+  int64_t log_every = 100;   // a "step" metrics line (and a plain progress line) every N steps
+  bool param_stats = false;  // log per-parameter gradient and update norms of step 1
+  std::string worker_dir;    // where worker_cpu lives; empty: beside the coordinator
 };
 
 }  // namespace devmap

@@ -46,7 +46,9 @@ RunResources::~RunResources() {
   ::rmdir(dir_.c_str());
 }
 
-std::string RunResources::socket_path(const std::string& name) const { return dir_ + "/" + name + ".sock"; }
+std::string RunResources::socket_path(const std::string& name) const {
+  return dir_ + "/" + name + ".sock";
+}
 
 std::string RunResources::segment_name(const std::string& purpose) const {
   return kSegmentPrefix + run_id_ + "-" + purpose;

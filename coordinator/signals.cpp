@@ -9,7 +9,9 @@ namespace {
 
 std::atomic<int> g_signal{0};
 
-void on_signal(int sig) { g_signal.store(sig); }
+void on_signal(int sig) {
+  g_signal.store(sig);
+}
 
 }  // namespace
 
@@ -22,6 +24,8 @@ void install_interrupt_handlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-int interrupt_signal() { return g_signal.load(); }
+int interrupt_signal() {
+  return g_signal.load();
+}
 
 }  // namespace devmap

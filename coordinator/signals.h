@@ -7,6 +7,8 @@ namespace devmap {
 
 void install_interrupt_handlers();  // SIGINT, SIGTERM; SIGPIPE ignored
 int interrupt_signal();             // 0, or the signal that arrived
-inline bool interrupted() { return interrupt_signal() != 0; }
+inline bool interrupted() {
+  return interrupt_signal() != 0;
+}
 
 }  // namespace devmap

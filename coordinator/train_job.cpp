@@ -1,6 +1,8 @@
 #include "coordinator/train_job.h"
 
 #include <unistd.h>
+#include <zlib.h>
+#include <zmq.h>
 
 #include <algorithm>
 #include <boost/version.hpp>
@@ -9,8 +11,6 @@
 #include <filesystem>
 #include <iostream>
 #include <set>
-#include <zlib.h>
-#include <zmq.h>
 
 #include "coordinator/dataset.h"
 #include "coordinator/metrics_log.h"
@@ -54,8 +54,10 @@ std::string worker_program(const RunOptions& options, DeviceKind kind) {
   std::string name = kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
   std::filesystem::path dir = options.worker_dir;
   if (dir.empty()) {
-    if (const char* env = std::getenv("DEVMAP_WORKER_DIR")) dir = env;
-    else dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+    if (const char* env = std::getenv("DEVMAP_WORKER_DIR"))
+      dir = env;
+    else
+      dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
   }
   std::filesystem::path p = dir / name;
   if (::access(p.c_str(), X_OK) != 0)
@@ -76,7 +78,8 @@ const DeviceSpec& single_device(const Config& c) {
   }
   const DeviceSpec* d = c.find_device(*used.begin());
   if (d->kind == DeviceKind::kGpu)
-    throw_invalid(c.path + ": ops are placed on " + d->name + ", but this build has no GPU worker yet; use a cpu device");
+    throw_invalid(c.path + ": ops are placed on " + d->name +
+                  ", but this build has no GPU worker yet; use a cpu device");
   return *d;
 }
 
@@ -123,7 +126,8 @@ class BatchFeeder {
 
  private:
   void fill(const Dataset& data, const std::vector<int64_t>& order, int64_t index, int64_t batch_size, int64_t n) {
-    char* base = static_cast<char*>(segment_.data()) + static_cast<uint64_t>(index % layout_.slots) * layout_.slot_bytes;
+    char* base =
+        static_cast<char*>(segment_.data()) + static_cast<uint64_t>(index % layout_.slots) * layout_.slot_bytes;
     fill_batch(data, order, index * batch_size, n, reinterpret_cast<float*>(base + image_off_),
                reinterpret_cast<float*>(base + label_off_));
   }
@@ -177,8 +181,8 @@ int run_train(const Config& config, const RunOptions& options) {
   std::string program = worker_program(options, device.kind);
 
   const Shape& image_shape = graph.node(image_node).out_shape;
-  Dataset train = load_dataset("train", config.data.train_images, config.data.train_labels, config.data.train_limit,
-                               image_shape);
+  Dataset train =
+      load_dataset("train", config.data.train_images, config.data.train_labels, config.data.train_limit, image_shape);
   Dataset test =
       load_dataset("test", config.data.test_images, config.data.test_labels, config.data.test_limit, image_shape);
   int64_t classes = graph.node(label_node).attrs.get_int("classes");
@@ -224,8 +228,8 @@ int run_train(const Config& config, const RunOptions& options) {
     start.add_raw("workers", workers + "]");
     metrics.write(start);
   }
-  std::cerr << "devmap: training " << config.path << " on " << device.name << " (" << device.threads
-            << " threads), " << graph.param_count() << " parameters, " << train.count << " training / " << test.count
+  std::cerr << "devmap: training " << config.path << " on " << device.name << " (" << device.threads << " threads), "
+            << graph.param_count() << " parameters, " << train.count << " training / " << test.count
             << " test images\n";
 
   BatchFeeder feeder(group, input, layout, image_node, label_node);
@@ -246,48 +250,51 @@ int run_train(const Config& config, const RunOptions& options) {
     std::vector<double> step_seconds;
     auto epoch_start = Clock::now();
     auto step_start = epoch_start;
-    feeder.run(train, order, tc.batch_size, step, wire::kTrain, epoch_steps,
-               [&](int64_t i, int64_t batch, const StepResult& r) {
-                 auto now = Clock::now();
-                 step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
-                 step_start = now;
-                 loss_sum += static_cast<double>(r.loss) * static_cast<double>(batch);
-                 samples += batch;
-                 last_loss = r.loss;
-                 ++step;
-                 double elapsed = std::chrono::duration<double>(now - epoch_start).count();
-                 bar.update(i + 1, "loss " + fmt("%.4f", r.loss) + " " +
-                                       fmt("%.0f", static_cast<double>(samples) / elapsed) + " img/s");
-                 for (const wire::ParamStat& ps : r.param_stats) {
-                   JsonObject j;
-                   j.add("event", "param_stats").add("step", step).add("name", wire::read_name(ps.name));
-                   j.add("grad_norm", static_cast<double>(ps.grad_norm));
-                   j.add("update_norm", static_cast<double>(ps.update_norm));
-                   j.add("value_norm", static_cast<double>(ps.value_norm));
-                   metrics.write(j);
-                 }
-                 if (step % options.log_every == 0 || step == 1) {
-                   JsonObject j;
-                   j.add("event", "step").add("step", step).add("epoch", epoch).add("loss", static_cast<double>(r.loss));
-                   j.add("step_ms", step_seconds.back() * 1e3).add("compute_ms", r.compute_seconds * 1e3);
-                   metrics.write(j);
-                 }
-               });
+    feeder.run(
+        train, order, tc.batch_size, step, wire::kTrain, epoch_steps,
+        [&](int64_t i, int64_t batch, const StepResult& r) {
+          auto now = Clock::now();
+          step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
+          step_start = now;
+          loss_sum += static_cast<double>(r.loss) * static_cast<double>(batch);
+          samples += batch;
+          last_loss = r.loss;
+          ++step;
+          double elapsed = std::chrono::duration<double>(now - epoch_start).count();
+          bar.update(i + 1, "loss " + fmt("%.4f", r.loss) + " " + fmt("%.0f", static_cast<double>(samples) / elapsed) +
+                                " img/s");
+          for (const wire::ParamStat& ps : r.param_stats) {
+            JsonObject j;
+            j.add("event", "param_stats").add("step", step).add("name", wire::read_name(ps.name));
+            j.add("grad_norm", static_cast<double>(ps.grad_norm));
+            j.add("update_norm", static_cast<double>(ps.update_norm));
+            j.add("value_norm", static_cast<double>(ps.value_norm));
+            metrics.write(j);
+          }
+          if (step % options.log_every == 0 || step == 1) {
+            JsonObject j;
+            j.add("event", "step").add("step", step).add("epoch", epoch).add("loss", static_cast<double>(r.loss));
+            j.add("step_ms", step_seconds.back() * 1e3).add("compute_ms", r.compute_seconds * 1e3);
+            metrics.write(j);
+          }
+        });
     double epoch_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
     double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(samples, 1));
     bar.finish("loss " + fmt("%.4f", train_loss) + " " + fmt("%.0f", static_cast<double>(samples) / epoch_seconds) +
                " img/s");
     last_eval = evaluate(feeder, test, tc.eval_batch_size);
     // The median step after a short warm-up: the steady-state speed.
-    std::vector<double> steady(step_seconds.begin() + std::min<ptrdiff_t>(5, static_cast<ptrdiff_t>(step_seconds.size()) / 2),
-                               step_seconds.end());
+    std::vector<double> steady(
+        step_seconds.begin() + std::min<ptrdiff_t>(5, static_cast<ptrdiff_t>(step_seconds.size()) / 2),
+        step_seconds.end());
     double med = median(steady);
     JsonObject j;
     j.add("event", "epoch").add("epoch", epoch).add("steps", static_cast<int64_t>(step_seconds.size()));
     j.add("train_loss", train_loss).add("test_loss", last_eval.loss);
     if (!metric_name.empty()) j.add("test_" + metric_name, last_eval.metric);
     j.add("images_per_s", static_cast<double>(samples) / epoch_seconds).add("epoch_seconds", epoch_seconds);
-    j.add("median_step_ms", med * 1e3).add("median_images_per_s", med > 0 ? static_cast<double>(tc.batch_size) / med : 0.0);
+    j.add("median_step_ms", med * 1e3)
+        .add("median_images_per_s", med > 0 ? static_cast<double>(tc.batch_size) / med : 0.0);
     metrics.write(j);
     std::cerr << "epoch " << epoch << ": train loss " << fmt("%.4f", train_loss) << ", test loss "
               << fmt("%.4f", last_eval.loss);

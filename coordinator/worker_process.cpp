@@ -65,8 +65,10 @@ std::string WorkerProcess::stop(int timeout_ms) {
   if (!exit_) {
     ::kill(pid_, SIGKILL);
     int status = 0;
-    if (::waitpid(pid_, &status, 0) == pid_) exit_ = describe(status);
-    else exit_ = "could not be reaped";
+    if (::waitpid(pid_, &status, 0) == pid_)
+      exit_ = describe(status);
+    else
+      exit_ = "could not be reaped";
   }
   return *exit_;
 }

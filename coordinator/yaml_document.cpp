@@ -1,8 +1,14 @@
 #include "coordinator/yaml_document.h"
 
 #include <map>
+#include <sstream>
 #include <utility>
+#include <vector>
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
+#include "coordinator/config_names.h"
 #include "coordinator/yaml_scalar.h"
 
 namespace devmap {
@@ -30,7 +36,7 @@ class TreeChecker {
           src_.fail(kv.first, "a key must be a name, got " + describe_node(kv.first));
         auto [it, inserted] = seen.emplace(kv.first.Scalar(), kv.first.Mark());
         if (!inserted)
-          src_.fail(kv.first, "duplicate key '" + kv.first.Scalar() + "' (already given at line " +
+          src_.fail(kv.first, "duplicate key " + quoted(kv.first.Scalar()) + " (already given at line " +
                                   std::to_string(it->second.line + 1) + ")");
         visit(kv.second, depth + 1);
       }
@@ -40,6 +46,20 @@ class TreeChecker {
  private:
   const YamlSource& src_;
   int64_t count_ = 0;
+};
+
+// Records where each document of a stream starts; ignores everything else.
+struct DocumentStarts : YAML::EventHandler {
+  std::vector<YAML::Mark> marks;
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
 };
 
 // The first line up to `last_line` (1-based) whose indentation holds a tab,
@@ -65,20 +85,33 @@ std::pair<int, int> find_indenting_tab(const std::string& text, int last_line) {
 }  // namespace
 
 YAML::Node parse_yaml_document(const std::string& text, const YamlSource& src) {
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(text);
-  } catch (const YAML::ParserException& e) {
+  auto syntax_error = [&](const YAML::ParserException& e) {
     SourceLoc at{src.file(), e.mark.is_null() ? 1 : e.mark.line + 1, e.mark.is_null() ? 1 : e.mark.column + 1};
     if (auto [line, col] = find_indenting_tab(text, at.line); line > 0)
       throw_invalid(SourceLoc{src.file(), line, col}.prefix() +
                     "YAML syntax error: a tab indents this line; YAML indents with spaces only");
     throw_invalid(at.prefix() + "YAML syntax error: " + e.msg);
+  };
+  YAML::Node root;
+  DocumentStarts starts;
+  try {
+    root = YAML::Load(text);  // the first document
+    // Not YAML::LoadAll: yaml-cpp 0.7 loops forever (allocating) on some
+    // malformed streams such as ",a: 1". Two documents are enough to know.
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    for (int i = 0; i < 2 && parser.HandleNextDocument(starts); ++i) {
+    }
+  } catch (const YAML::ParserException& e) {
+    syntax_error(e);
   }
-  if (docs.size() > 1)
-    throw_invalid(src.start_prefix() + "the file holds " + std::to_string(docs.size()) +
-                  " YAML documents (separated by '---'); a config is one document");
-  return docs.empty() ? YAML::Node(YAML::NodeType::Null) : docs[0];
+  if (starts.marks.size() > 1) {
+    const YAML::Mark& m = starts.marks[1];
+    throw_invalid(SourceLoc{src.file(), m.line + 1, m.column + 1}.prefix() +
+                  "YAML syntax error: a second YAML document starts here; a config is one document "
+                  "(a '---' line, or a stray character?)");
+  }
+  return root;
 }
 
 void check_yaml_tree(const YAML::Node& root, const YamlSource& src) { TreeChecker(src).visit(root, 0); }

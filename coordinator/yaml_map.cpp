@@ -110,7 +110,7 @@ std::string MapReader::get_choice(const std::string& key, std::string def,
                                   const std::vector<std::string>& choices) const {
   std::string v = get_string(key, std::move(def));
   if (std::find(choices.begin(), choices.end(), v) == choices.end())
-    fail_value(key, "must be one of " + join_names(choices) + ", got '" + v + "'");
+    fail_value(key, "must be one of " + join_names(choices) + ", got " + quoted(v));
   return v;
 }
 

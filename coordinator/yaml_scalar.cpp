@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "coordinator/config_names.h"
+
 namespace devmap {
 namespace {
 
@@ -57,11 +59,7 @@ std::optional<std::string> scalar_string(const YAML::Node& node) {
 
 std::string describe_node(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Scalar: {
-      std::string text = node.Scalar();
-      if (text.size() > 40) text = text.substr(0, 37) + "...";
-      return "'" + text + "'";
-    }
+    case YAML::NodeType::Scalar: return quoted(node.Scalar());
     case YAML::NodeType::Sequence: return "a list";
     case YAML::NodeType::Map: return "a mapping";
     case YAML::NodeType::Null:

@@ -1,5 +1,7 @@
 #include "coordinator/yaml_source.h"
 
+#include "coordinator/config_names.h"
+
 namespace devmap {
 namespace {
 
@@ -30,14 +32,14 @@ const std::string* YamlSource::override_of(const YAML::Node& node) const {
 }
 
 std::string YamlSource::prefix(const YAML::Node& node) const {
-  if (const std::string* text = override_of(node)) return "--set " + *text + ": ";
+  if (const std::string* text = override_of(node)) return "--set " + one_line(*text) + ": ";
   return loc(node).prefix();
 }
 
 SourceLoc YamlSource::loc(const YAML::Node& node) const {
   const YAML::Mark mark = node.Mark();
   SourceLoc out{file_, 1, 1};
-  if (const std::string* text = override_of(node)) out.file = "--set " + *text;
+  if (const std::string* text = override_of(node)) out.file = "--set " + one_line(*text);
   if (!mark.is_null()) {
     out.line = mark.line + 1;
     out.col = mark.column + 1;
@@ -46,7 +48,7 @@ SourceLoc YamlSource::loc(const YAML::Node& node) const {
 }
 
 void YamlSource::fail(const YAML::Node& node, const std::string& message) const {
-  throw_invalid(prefix(node) + message);
+  throw_invalid(prefix(node) + one_line(message, message.size()));  // one line, whatever the user wrote
 }
 
 }  // namespace devmap

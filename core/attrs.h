@@ -34,9 +34,7 @@ class Attrs {
   double get_float(const std::string& key) const { return std::get<double>(at(key)); }
   bool get_bool(const std::string& key) const { return std::get<bool>(at(key)); }
   const std::string& get_string(const std::string& key) const { return std::get<std::string>(at(key)); }
-  const std::vector<int64_t>& get_ints(const std::string& key) const {
-    return std::get<std::vector<int64_t>>(at(key));
-  }
+  const std::vector<int64_t>& get_ints(const std::string& key) const { return std::get<std::vector<int64_t>>(at(key)); }
   const std::map<std::string, AttrValue>& values() const { return values_; }
 
  private:

@@ -8,7 +8,11 @@ namespace devmap {
 
 enum class DType { kF32 };
 
-constexpr size_t dtype_size(DType t) { return t == DType::kF32 ? 4 : 0; }
-constexpr const char* dtype_name(DType t) { return t == DType::kF32 ? "float32" : "?"; }
+constexpr size_t dtype_size(DType t) {
+  return t == DType::kF32 ? 4 : 0;
+}
+constexpr const char* dtype_name(DType t) {
+  return t == DType::kF32 ? "float32" : "?";
+}
 
 }  // namespace devmap

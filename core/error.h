@@ -18,8 +18,7 @@ enum class ErrorKind {
 // do about it.
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, std::string message)
-      : std::runtime_error(std::move(message)), kind_(kind) {}
+  Error(ErrorKind kind, std::string message) : std::runtime_error(std::move(message)), kind_(kind) {}
   ErrorKind kind() const { return kind_; }
   int exit_code() const { return kind_ == ErrorKind::kInvalidInput ? 2 : 1; }
 

@@ -8,8 +8,8 @@
 
 namespace devmap {
 
-Executor::Executor(const Graph& graph, Program program, const KernelFactory& kernels,
-                   const OptimizerConfig& optimizer, int threads, uint64_t seed)
+Executor::Executor(const Graph& graph, Program program, const KernelFactory& kernels, const OptimizerConfig& optimizer,
+                   int threads, uint64_t seed)
     : graph_(graph),
       program_(std::move(program)),
       optimizer_config_(optimizer),
@@ -61,7 +61,8 @@ void Executor::reserve(int64_t max_batch) {
   workspace_bytes_ = 0;
   for (int i = 0; i < graph_.size(); ++i)
     if (kernels_[static_cast<size_t>(i)])
-      workspace_bytes_ = std::max(workspace_bytes_, kernels_[static_cast<size_t>(i)]->workspace_bytes(graph_.node(i), max_batch));
+      workspace_bytes_ =
+          std::max(workspace_bytes_, kernels_[static_cast<size_t>(i)]->workspace_bytes(graph_.node(i), max_batch));
   workspace_.resize(static_cast<int64_t>((workspace_bytes_ + sizeof(float) - 1) / sizeof(float)));
 }
 
@@ -75,8 +76,7 @@ void Executor::init_parameters() {
     }
     PhiloxKey key = philox_key(seed_, p.name);
     float bound = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.spec.fan_in)));
-    for (int64_t i = 0; i < count; ++i)
-      v[i] = (2.0f * uniform_at(key, static_cast<uint64_t>(i)) - 1.0f) * bound;
+    for (int64_t i = 0; i < count; ++i) v[i] = (2.0f * uniform_at(key, static_cast<uint64_t>(i)) - 1.0f) * bound;
     for (Buffer& s : p.state) std::fill(s.data(), s.data() + count, 0.0f);
   }
 }
@@ -92,7 +92,9 @@ TensorView Executor::view(int tensor, int64_t batch) const {
   return TensorView{bound ? bound : buffers_[static_cast<size_t>(tensor)].data(), tensor_shape(tensor, batch)};
 }
 
-TensorView Executor::output(int node, int64_t batch) const { return view(node, batch); }
+TensorView Executor::output(int node, int64_t batch) const {
+  return view(node, batch);
+}
 
 KernelContext Executor::context(const StepInfo& info) {
   KernelContext ctx;
@@ -115,7 +117,8 @@ void Executor::forward(int64_t batch, const StepInfo& info) {
     inputs.clear();
     params.clear();
     for (int t : ins.in) inputs.push_back(view(t, batch));
-    for (int pi : node_params_[static_cast<size_t>(ins.node)]) params.push_back(params_[static_cast<size_t>(pi)].value_view());
+    for (int pi : node_params_[static_cast<size_t>(ins.node)])
+      params.push_back(params_[static_cast<size_t>(pi)].value_view());
     kernels_[static_cast<size_t>(ins.node)]->forward(ForwardArgs{node, inputs, params, view(ins.out[0], batch), ctx});
   }
 }
@@ -176,6 +179,8 @@ void Executor::apply_optimizer(int64_t step) {
   }
 }
 
-float Executor::scalar(int node) const { return view(node, 1)[0]; }
+float Executor::scalar(int node) const {
+  return view(node, 1)[0];
+}
 
 }  // namespace devmap

@@ -49,8 +49,8 @@ void Graph::infer() {
 int Graph::find_role(OpRole role) const {
   auto all = find_all_role(role);
   if (all.size() > 1)
-    throw_invalid(node(all[1]).loc.prefix() + "only one op of kind '" + node(all[1]).op() +
-                  "' is allowed, but '" + node(all[0]).name + "' and '" + node(all[1]).name + "' both are");
+    throw_invalid(node(all[1]).loc.prefix() + "only one op of kind '" + node(all[1]).op() + "' is allowed, but '" +
+                  node(all[0]).name + "' and '" + node(all[1]).name + "' both are");
   return all.empty() ? -1 : all[0];
 }
 
@@ -68,11 +68,31 @@ int64_t Graph::param_count() const {
   return n;
 }
 
+int64_t Node::param_bytes() const {
+  int64_t n = 0;
+  for (const ParamSpec& p : params) n += p.shape.numel();
+  return n * 4;
+}
+
+double Node::forward_flops(int64_t batch) const {
+  if (!schema->forward_flops) return 0;
+  return schema->forward_flops(attrs, input_shapes, out_shape) * static_cast<double>(batch);
+}
+
+double Node::backward_flops(int64_t batch) const {
+  return schema->differentiable ? forward_flops(batch) * schema->backward_flops_factor : 0.0;
+}
+
 double Graph::forward_flops(int64_t batch) const {
   double f = 0;
-  for (const Node& n : nodes_)
-    if (n.schema->forward_flops) f += n.schema->forward_flops(n.attrs, n.input_shapes, n.out_shape);
-  return f * static_cast<double>(batch);
+  for (const Node& n : nodes_) f += n.forward_flops(batch);
+  return f;
+}
+
+double Graph::training_flops(int64_t batch) const {
+  double f = 0;
+  for (const Node& n : nodes_) f += n.forward_flops(batch) + n.backward_flops(batch);
+  return f;
 }
 
 }  // namespace devmap

@@ -26,9 +26,12 @@ struct Node {
 
   const std::string& op() const { return schema->name; }
   // Output shape for a batch of `batch` samples.
-  Shape out_shape_for(int64_t batch) const {
-    return schema->batch_reduced() ? out_shape : out_shape.with_batch(batch);
-  }
+  Shape out_shape_for(int64_t batch) const { return schema->batch_reduced() ? out_shape : out_shape.with_batch(batch); }
+  // Sizes the planner needs, float32.
+  int64_t param_bytes() const;
+  int64_t activation_bytes(int64_t batch) const { return out_shape_for(batch).numel() * 4; }
+  double forward_flops(int64_t batch) const;   // 0 for ops without a count
+  double backward_flops(int64_t batch) const;  // 0 when not differentiable
 };
 
 class Graph {
@@ -53,6 +56,7 @@ class Graph {
   // Totals for a batch.
   int64_t param_count() const;
   double forward_flops(int64_t batch) const;
+  double training_flops(int64_t batch) const;  // forward + backward of every op
 
  private:
   std::vector<Node> nodes_;

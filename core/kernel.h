@@ -68,7 +68,7 @@ struct OptimizerConfig {
   double learning_rate = 0.01;
   double momentum = 0.9;  // kMomentum: v = momentum*v + g; p -= lr*v (PyTorch's SGD with momentum)
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // kAdam (PyTorch's Adam)
-  double weight_decay = 0.0;                           // L2, added to the gradient
+  double weight_decay = 0.0;                          // L2, added to the gradient
 };
 
 const char* optimizer_kind_name(OptimizerConfig::Kind k);

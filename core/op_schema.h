@@ -55,7 +55,7 @@ struct OpSchema {
 
   // Gradient rule. An op with differentiable == false stops gradients.
   bool differentiable = true;
-  std::vector<bool> grad_inputs;  // which inputs receive a gradient (empty: all)
+  std::vector<bool> grad_inputs;       // which inputs receive a gradient (empty: all)
   bool backward_needs_inputs = true;   // keeps its inputs alive for backward
   bool backward_needs_output = false;  // keeps its output alive for backward
   double backward_flops_factor = 2.0;  // backward FLOPs = factor x forward

@@ -58,7 +58,8 @@ Program build_training_program(const Graph& g) {
     if (!on_loss_path[static_cast<size_t>(i)] || !node.schema->differentiable) continue;
     bool r = !node.params.empty();
     for (size_t k = 0; k < node.inputs.size(); ++k)
-      r = r || (node.schema->input_gets_grad(static_cast<int>(k)) && requires_grad[static_cast<size_t>(node.inputs[k])]);
+      r = r ||
+          (node.schema->input_gets_grad(static_cast<int>(k)) && requires_grad[static_cast<size_t>(node.inputs[k])]);
     requires_grad[static_cast<size_t>(i)] = r;
   }
   if (!requires_grad[static_cast<size_t>(loss)])
@@ -93,7 +94,8 @@ Program build_training_program(const Graph& g) {
     if (!requires_grad[static_cast<size_t>(i)]) continue;
     const Node& node = g.node(i);
     if (partials[static_cast<size_t>(i)].size() > 1)
-      p.backward.push_back({InstrKind::kSumGrads, i, partials[static_cast<size_t>(i)], {p.grad_of[static_cast<size_t>(i)]}});
+      p.backward.push_back(
+          {InstrKind::kSumGrads, i, partials[static_cast<size_t>(i)], {p.grad_of[static_cast<size_t>(i)]}});
     Instr b{InstrKind::kBackward, i, {p.grad_of[static_cast<size_t>(i)]}, {}};
     for (size_t k = 0; k < node.inputs.size(); ++k) {
       int in = node.inputs[k];

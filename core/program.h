@@ -35,10 +35,10 @@ struct Instr {
 struct Program {
   std::vector<TensorInfo> tensors;
   std::vector<Instr> forward, backward;
-  int loss_node = -1;            // -1 for inference programs
-  int loss_grad = -1;            // tensor seeded with 1 before backward
-  std::vector<int> grad_of;      // per node: its output's gradient tensor, or -1
-  std::vector<bool> needed;      // per node: computed by this program
+  int loss_node = -1;        // -1 for inference programs
+  int loss_grad = -1;        // tensor seeded with 1 before backward
+  std::vector<int> grad_of;  // per node: its output's gradient tensor, or -1
+  std::vector<bool> needed;  // per node: computed by this program
 
   int tensor_count() const { return static_cast<int>(tensors.size()); }
 };

@@ -26,7 +26,9 @@ inline PhiloxKey philox_key(uint64_t seed, std::string_view stream) {
 std::array<uint32_t, 4> philox4x32(PhiloxKey key, std::array<uint32_t, 4> counter);
 
 // A float uniform in [0, 1) from 32 random bits (24 significant bits).
-inline float uniform01(uint32_t bits) { return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f); }
+inline float uniform01(uint32_t bits) {
+  return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);
+}
 
 // Uniform [0,1) value number `index` of the stream (key, c2, c3): element
 // `index` uses word index % 4 of counter (index / 4, c1_hi, c2, c3).

@@ -64,6 +64,8 @@ std::optional<wire::Message> ControlClient::recv(std::chrono::milliseconds timeo
   return wire::Message::parse(body.to_string_view());
 }
 
-void ControlClient::send(const std::string& frame) { socket_.send(zmq::buffer(frame), zmq::send_flags::none); }
+void ControlClient::send(const std::string& frame) {
+  socket_.send(zmq::buffer(frame), zmq::send_flags::none);
+}
 
 }  // namespace devmap

@@ -71,9 +71,15 @@ ShmSegment ShmSegment::open(const std::string& name) {
   return ShmSegment(name, false, std::move(impl));
 }
 
-void* ShmSegment::data() const { return impl_ ? impl_->region.get_address() : nullptr; }
-size_t ShmSegment::size() const { return impl_ ? impl_->region.get_size() : 0; }
+void* ShmSegment::data() const {
+  return impl_ ? impl_->region.get_address() : nullptr;
+}
+size_t ShmSegment::size() const {
+  return impl_ ? impl_->region.get_size() : 0;
+}
 
-bool ShmSegment::remove(const std::string& name) { return bip::shared_memory_object::remove(name.c_str()); }
+bool ShmSegment::remove(const std::string& name) {
+  return bip::shared_memory_object::remove(name.c_str());
+}
 
 }  // namespace devmap

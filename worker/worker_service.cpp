@@ -46,11 +46,15 @@ Args parse_args(int argc, char** argv, const std::string& program) {
       if (i + 1 >= argc) throw_invalid(program + ": " + arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--endpoint") a.endpoint = value();
-    else if (arg == "--device") a.device = value();
-    else throw_invalid(program + ": unknown option '" + arg + "' (see --help)");
+    if (arg == "--endpoint")
+      a.endpoint = value();
+    else if (arg == "--device")
+      a.device = value();
+    else
+      throw_invalid(program + ": unknown option '" + arg + "' (see --help)");
   }
-  if (a.endpoint.empty() || a.device.empty()) throw_invalid(program + ": --endpoint and --device are required (see --help)");
+  if (a.endpoint.empty() || a.device.empty())
+    throw_invalid(program + ": --endpoint and --device are required (see --help)");
   return a;
 }
 
@@ -76,10 +80,10 @@ class Worker {
     if (segment_.size() < plan_.layout.total_bytes())
       throw_runtime("input segment " + plan_.input_segment + " is smaller than its layout");
     rt.set_threads(plan_.threads);
-    Program program = plan_.training ? build_training_program(plan_.graph)
-                                     : build_inference_program(plan_.graph, plan_.outputs);
-    exec_ = std::make_unique<Executor>(plan_.graph, std::move(program), *rt.kernels, plan_.optimizer,
-                                       plan_.threads, plan_.seed);
+    Program program =
+        plan_.training ? build_training_program(plan_.graph) : build_inference_program(plan_.graph, plan_.outputs);
+    exec_ = std::make_unique<Executor>(plan_.graph, std::move(program), *rt.kernels, plan_.optimizer, plan_.threads,
+                                       plan_.seed);
     exec_->reserve(plan_.max_batch);
     exec_->init_parameters();
     loss_node_ = plan_.graph.find_role(OpRole::kLoss);
@@ -116,8 +120,10 @@ class Worker {
     exec_->forward(s.batch, info);
     wire::StepDone done{};
     done.step = s.step;
-    if (loss_node_ >= 0 && exec_->program().needed[static_cast<size_t>(loss_node_)]) done.loss = exec_->scalar(loss_node_);
-    if (metric_node_ >= 0 && exec_->program().needed[static_cast<size_t>(metric_node_)]) done.metric = exec_->scalar(metric_node_);
+    if (loss_node_ >= 0 && exec_->program().needed[static_cast<size_t>(loss_node_)])
+      done.loss = exec_->scalar(loss_node_);
+    if (metric_node_ >= 0 && exec_->program().needed[static_cast<size_t>(metric_node_)])
+      done.metric = exec_->scalar(metric_node_);
     if (train) {
       exec_->backward(s.batch, info, /*accumulate=*/false);
       exec_->apply_optimizer(s.step + 1);
@@ -182,10 +188,8 @@ void serve(const Args& args, const WorkerRuntime& rt) {
         case wire::MsgType::kShutdown:
           client.send(wire::frame(wire::MsgType::kBye, wire::Bye{read_vm_hwm_bytes(), 0}));
           return;
-        case wire::MsgType::kError:
-          throw_runtime("coordinator: " + m.body);
-        default:
-          throw_runtime(std::string("unexpected ") + wire::msg_type_name(m.type) + " message");
+        case wire::MsgType::kError: throw_runtime("coordinator: " + m.body);
+        default: throw_runtime(std::string("unexpected ") + wire::msg_type_name(m.type) + " message");
       }
     }
   } catch (const std::exception& e) {

@@ -13,10 +13,10 @@
 namespace devmap {
 
 struct WorkerRuntime {
-  std::string program;             // "worker_cpu"
-  std::string device_kind;         // "cpu"
-  const KernelFactory* kernels;    // this device kind's kernels
-  std::function<void(int)> set_threads;  // tells libraries (OpenBLAS) how many threads to use
+  std::string program;                    // "worker_cpu"
+  std::string device_kind;                // "cpu"
+  const KernelFactory* kernels;           // this device kind's kernels
+  std::function<void(int)> set_threads;   // tells libraries (OpenBLAS) how many threads to use
   std::function<std::string()> describe;  // the compute libraries and their versions
 };
 

@@ -14,8 +14,7 @@ OpSchema dense_schema() {
   };
   s.infer_shape = [](const Attrs& a, const std::vector<Shape>& in) {
     if (in[0].rank() != 1)
-      throw_invalid("input must be a vector per sample, got " + in[0].to_string() +
-                    " (put a flatten op in front)");
+      throw_invalid("input must be a vector per sample, got " + in[0].to_string() + " (put a flatten op in front)");
     return Shape{a.get_int("units")};
   };
   s.params = [](const Attrs& a, const std::vector<Shape>& in) {

@@ -23,8 +23,8 @@ OpSchema reshape_schema() {
   s.infer_shape = [](const Attrs& a, const std::vector<Shape>& in) {
     Shape out(a.get_ints("shape"));
     if (out.numel() != in[0].numel())
-      throw_invalid("cannot reshape " + in[0].to_string() + " (" + std::to_string(in[0].numel()) +
-                    " elements) to " + out.to_string() + " (" + std::to_string(out.numel()) + " elements)");
+      throw_invalid("cannot reshape " + in[0].to_string() + " (" + std::to_string(in[0].numel()) + " elements) to " +
+                    out.to_string() + " (" + std::to_string(out.numel()) + " elements)");
     return out;
   };
   s.forward_flops = [](const Attrs&, const std::vector<Shape>&, const Shape&) { return 0.0; };

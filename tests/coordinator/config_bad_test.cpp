@@ -23,6 +23,9 @@ struct BadCase {
   std::string path;
 };
 
+// Names the case in gtest's failure output.
+void PrintTo(const BadCase& c, std::ostream* out) { *out << c.name; }
+
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
   return s;

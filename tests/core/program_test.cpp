@@ -4,28 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "core/worker_plan.h"
+#include "tests/core/graph_builders.h"
 
 namespace devmap {
 namespace {
-
-// Builds a node with every attribute at its schema default, then `attrs`.
-Node make(const std::string& name, const std::string& op, std::vector<int> inputs, Attrs attrs = {}) {
-  Node n;
-  n.name = name;
-  n.schema = find_op(op);
-  EXPECT_NE(n.schema, nullptr) << op;
-  for (const AttrSpec& s : n.schema->attrs) n.attrs.set(s.name, s.default_value);
-  for (const auto& [k, v] : attrs.values()) n.attrs.set(k, v);
-  n.inputs = std::move(inputs);
-  n.device = "cpu:0";
-  return n;
-}
-
-Attrs with(const std::string& k, AttrValue v) {
-  Attrs a;
-  a.set(k, std::move(v));
-  return a;
-}
 
 // image -> dense(a) -> relu -> dense(logits) -> loss, with labels.
 Graph chain() {

@@ -44,8 +44,7 @@ TEST(ThreadPool, ChunksDependOnlyOnSizeAndPoolSize) {
 TEST(ThreadPool, SurvivesManyRounds) {
   ThreadPool pool(2);
   std::atomic<int64_t> sum{0};
-  for (int round = 0; round < 2000; ++round)
-    pool.parallel_for(4, [&](int64_t b, int64_t e) { sum += e - b; });
+  for (int round = 0; round < 2000; ++round) pool.parallel_for(4, [&](int64_t b, int64_t e) { sum += e - b; });
   EXPECT_EQ(sum.load(), 8000);
 }
 

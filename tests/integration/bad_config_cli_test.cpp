@@ -35,9 +35,9 @@ TEST(BadConfigCli, EveryMalformedConfigExitsTwoWithItsExactMessage) {
   ASSERT_GE(table.size(), 10u);
   TempDir dir;
   for (const BadConfig& b : table) {
-    ProcessResult r = run_process({DEVMAP_COORDINATOR_BIN, "train", kBadDir + "/" + b.file, "--metrics",
-                                   dir.path() + "/m.jsonl"},
-                                  dir.path(), {"TMPDIR=" + dir.path()});
+    ProcessResult r =
+        run_process({DEVMAP_COORDINATOR_BIN, "train", kBadDir + "/" + b.file, "--metrics", dir.path() + "/m.jsonl"},
+                    dir.path(), {"TMPDIR=" + dir.path()});
     EXPECT_EQ(r.exit_code, 2) << b.file << ": " << r.err;
     EXPECT_EQ(r.first_err_line(), b.expected) << b.file;
   }

@@ -36,9 +36,23 @@ std::vector<std::string> lines_with(const std::string& text, const std::string& 
 }
 
 std::vector<std::string> small_run_args(const std::string& metrics, int steps) {
-  return {DEVMAP_COORDINATOR_BIN, "train", kConfig, "--metrics", metrics, "--log-every", "1",
-          "--set", "data.train_limit=640", "--set", "data.test_limit=200", "--set", "train.batch_size=32",
-          "--set", "train.max_steps=" + std::to_string(steps), "--set", "devices.cpu:0.threads=1"};
+  return {DEVMAP_COORDINATOR_BIN,
+          "train",
+          kConfig,
+          "--metrics",
+          metrics,
+          "--log-every",
+          "1",
+          "--set",
+          "data.train_limit=640",
+          "--set",
+          "data.test_limit=200",
+          "--set",
+          "train.batch_size=32",
+          "--set",
+          "train.max_steps=" + std::to_string(steps),
+          "--set",
+          "devices.cpu:0.threads=1"};
 }
 
 // Nothing of the run is left: no segment named after its run id, and no
@@ -72,9 +86,10 @@ TEST_F(TrainProcessTest, EveryParameterLearnsAtStepOneAndTheLossFalls) {
   auto stats = lines_with(log, "param_stats");
   std::map<std::string, std::pair<double, double>> by_name;
   for (const auto& line : stats)
-    by_name[json_field(line, "name")] = {std::stod(json_field(line, "grad_norm")), std::stod(json_field(line, "update_norm"))};
-  const std::vector<std::string> expected = {"conv1.weight",  "conv1.bias",  "conv2.weight", "conv2.bias",
-                                             "fc1.weight", "fc1.bias", "logits.weight", "logits.bias"};
+    by_name[json_field(line, "name")] = {std::stod(json_field(line, "grad_norm")),
+                                         std::stod(json_field(line, "update_norm"))};
+  const std::vector<std::string> expected = {"conv1.weight", "conv1.bias", "conv2.weight",  "conv2.bias",
+                                             "fc1.weight",   "fc1.bias",   "logits.weight", "logits.bias"};
   ASSERT_EQ(by_name.size(), expected.size()) << log;
   for (const auto& name : expected) {
     ASSERT_TRUE(by_name.count(name)) << name << " missing in\n" << log;
@@ -94,6 +109,23 @@ TEST_F(TrainProcessTest, EveryParameterLearnsAtStepOneAndTheLossFalls) {
   EXPECT_GT(std::stod(json_field(done[0], "test_accuracy")), 0.3);
   EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/metrics.config.yaml"));
   expect_nothing_left(json_field(lines_with(log, "start").at(0), "run_id"), dir_.path());
+}
+
+TEST_F(TrainProcessTest, TheSameSeedGivesTheSameBitsAndAnotherSeedDoesNot) {
+  auto losses = [&](const std::string& tag, const std::string& seed) {
+    std::string m = dir_.path() + "/" + tag + ".jsonl";
+    std::vector<std::string> args = small_run_args(m, 8);
+    args.insert(args.end(), {"--set", "train.seed=" + seed});
+    ProcessResult r = run_process(args, dir_.path(), {tmpdir_env_});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> out;
+    for (const auto& line : lines_with(read_file(m), "step")) out.push_back(json_field(line, "loss"));
+    EXPECT_EQ(out.size(), 8u);
+    return out;
+  };
+  auto a = losses("a", "5"), b = losses("b", "5"), c = losses("c", "6");
+  EXPECT_EQ(a, b) << "same config and seed must give the same losses, printed to 9 digits";
+  EXPECT_NE(a, c);
 }
 
 TEST_F(TrainProcessTest, AWorkerThatFailsStopsTheRunWithItsMessageAndLeavesNothing) {

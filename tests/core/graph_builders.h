@@ -1,0 +1,56 @@
+// Small builders for graphs in core tests (no config loader needed).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include "core/graph.h"
+
+namespace devmap {
+
+// Builds a node with every attribute at its schema default, then `attrs`.
+inline Node make(const std::string& name, const std::string& op, std::vector<int> inputs, Attrs attrs = {}) {
+  Node n;
+  n.name = name;
+  n.schema = find_op(op);
+  EXPECT_NE(n.schema, nullptr) << op;
+  for (const AttrSpec& s : n.schema->attrs) n.attrs.set(s.name, s.default_value);
+  for (const auto& [k, v] : attrs.values()) n.attrs.set(k, v);
+  n.inputs = std::move(inputs);
+  n.device = "cpu:0";
+  return n;
+}
+
+inline Attrs with(const std::string& k, AttrValue v) {
+  Attrs a;
+  a.set(k, std::move(v));
+  return a;
+}
+
+// The reference CNN of configs/fashion_mnist_cnn.yaml.
+inline Graph reference_cnn() {
+  Graph g;
+  auto conv = [](int64_t filters) {
+    Attrs a;
+    a.set("filters", filters);
+    a.set("kernel", int64_t{5});
+    a.set("padding", int64_t{2});
+    return a;
+  };
+  g.add(make("image", "input", {}, with("shape", std::vector<int64_t>{1, 28, 28})));
+  g.add(make("label", "labels", {}, with("classes", int64_t{10})));
+  g.add(make("conv1", "conv2d", {0}, conv(32)));
+  g.add(make("relu1", "relu", {2}));
+  g.add(make("pool1", "max_pool2d", {3}));
+  g.add(make("conv2", "conv2d", {4}, conv(64)));
+  g.add(make("relu2", "relu", {5}));
+  g.add(make("pool2", "max_pool2d", {6}));
+  g.add(make("flat", "flatten", {7}));
+  g.add(make("fc1", "dense", {8}, with("units", int64_t{1024})));
+  g.add(make("relu3", "relu", {9}));
+  g.add(make("logits", "dense", {10}, with("units", int64_t{10})));
+  g.add(make("loss", "softmax_cross_entropy", {11, 1}));
+  g.infer();
+  return g;
+}
+
+}  // namespace devmap
