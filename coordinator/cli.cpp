@@ -24,6 +24,9 @@ Options:
                     config is written beside it as <FILE stem>.config.yaml
   --log-every N     a step metrics line every N steps (default 100)
   --param-stats     log each parameter's gradient and update norm at step 1
+  --log-placement   print the device of every op, then every tensor that
+                    crosses devices with its shape and bytes per step, and
+                    the bytes per step between each pair of devices
   --worker-dir DIR  where worker_cpu lives (default: beside coordinator, or
                     $DEVMAP_WORKER_DIR)
   --version         print the version and exit
@@ -70,6 +73,8 @@ CommandLine parse_command_line(int argc, char** argv) {
       cl.run.log_every = parse_positive(arg, value());
     else if (arg == "--param-stats")
       cl.run.param_stats = true;
+    else if (arg == "--log-placement")
+      cl.run.log_placement = true;
     else if (arg == "--worker-dir")
       cl.run.worker_dir = value();
     else if (arg.size() > 1 && arg[0] == '-')

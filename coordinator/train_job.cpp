@@ -15,6 +15,7 @@
 #include "coordinator/dataset.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/progress_bar.h"
+#include "coordinator/session.h"
 #include "coordinator/signals.h"
 #include "coordinator/worker_group.h"
 #include "core/process_stats.h"
@@ -48,39 +49,6 @@ std::string library_versions_json() {
   v.add("yaml-cpp", DEVMAP_YAML_CPP_VERSION);
 #endif
   return v.str();
-}
-
-std::string worker_program(const RunOptions& options, DeviceKind kind) {
-  std::string name = kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
-  std::filesystem::path dir = options.worker_dir;
-  if (dir.empty()) {
-    if (const char* env = std::getenv("DEVMAP_WORKER_DIR"))
-      dir = env;
-    else
-      dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
-  }
-  std::filesystem::path p = dir / name;
-  if (::access(p.c_str(), X_OK) != 0)
-    throw_runtime("cannot find the worker program " + p.string() + " (build it, or set DEVMAP_WORKER_DIR)");
-  return p.string();
-}
-
-// Today a model runs on one device; splitting across devices comes with the
-// partitioner. Returns that device.
-const DeviceSpec& single_device(const Config& c) {
-  std::set<std::string> used;
-  for (const Node& n : c.graph.nodes()) used.insert(n.device);
-  if (used.size() != 1) {
-    std::string list;
-    for (const auto& d : used) list += (list.empty() ? "" : ", ") + d;
-    throw_invalid(c.path + ": the device map places ops on " + std::to_string(used.size()) + " devices (" + list +
-                  "); this build runs a model on one device only: place every op on the same device");
-  }
-  const DeviceSpec* d = c.find_device(*used.begin());
-  if (d->kind == DeviceKind::kGpu)
-    throw_invalid(c.path + ": ops are placed on " + d->name +
-                  ", but this build has no GPU worker yet; use a cpu device");
-  return *d;
 }
 
 // Feeds one pass over `order` through the workers in batches, double
@@ -171,14 +139,12 @@ double median(std::vector<double> v) {
 int run_train(const Config& config, const RunOptions& options) {
   const Graph& graph = config.graph;
   const TrainConfig& tc = config.train;
-  const DeviceSpec& device = single_device(config);
   int image_node = graph.find_role(OpRole::kImageInput);
   int label_node = graph.find_role(OpRole::kLabelInput);
   if (image_node < 0 || label_node < 0)
     throw_invalid(config.path + ": training needs an 'input' op and a 'labels' op in the model");
   auto metrics_nodes = graph.find_all_role(OpRole::kMetric);
   std::string metric_name = metrics_nodes.empty() ? "" : graph.node(metrics_nodes[0]).op();
-  std::string program = worker_program(options, device.kind);
 
   const Shape& image_shape = graph.node(image_node).out_shape;
   Dataset train =
@@ -192,31 +158,17 @@ int run_train(const Config& config, const RunOptions& options) {
         throw_invalid(d->name + " data holds label " + std::to_string(l) + " but the labels op has " +
                       std::to_string(classes) + " classes");
 
-  MetricsLog metrics(options.metrics_path, config.path, config.resolved_yaml);
-  RunResources run;
   int64_t max_batch = std::max(tc.batch_size, tc.eval_batch_size);
-  InputLayout layout = InputLayout::for_graph(graph, max_batch, 2);
-  ShmSegment input = ShmSegment::create(run.segment_name("input"), layout.total_bytes());
-
-  WorkerLaunch launch;
-  launch.program = program;
-  launch.plan.device = device.name;
-  launch.plan.threads = device.threads;
-  launch.plan.seed = tc.seed;
-  launch.plan.training = true;
-  launch.plan.optimizer = tc.optimizer;
-  launch.plan.max_batch = max_batch;
-  launch.plan.graph = graph;
-  launch.plan.input_segment = input.name();
-  launch.plan.layout = layout;
-  std::vector<WorkerLaunch> launches;
-  launches.push_back(std::move(launch));
-  WorkerGroup group(run, std::move(launches), [] { return interrupted(); });
-  group.start(std::chrono::seconds(60));
+  Session session(config, options, /*training=*/true, max_batch);
+  if (options.log_placement) log_placement(config, session.partition(), tc.batch_size, std::cerr);
+  MetricsLog metrics(options.metrics_path, config.path, config.resolved_yaml);
+  session.start();
+  WorkerGroup& group = session.workers();
+  const InputLayout& layout = session.layout();
 
   {
     JsonObject start;
-    start.add("event", "start").add("run_id", run.run_id()).add("config_path", config.path);
+    start.add("event", "start").add("run_id", session.run().run_id()).add("config_path", config.path);
     start.add("resolved_config", config.resolved_yaml).add_raw("versions", library_versions_json());
     std::string workers = "[";
     for (const WorkerInfo& w : group.workers()) {
@@ -228,11 +180,13 @@ int run_train(const Config& config, const RunOptions& options) {
     start.add_raw("workers", workers + "]");
     metrics.write(start);
   }
-  std::cerr << "devmap: training " << config.path << " on " << device.name << " (" << device.threads << " threads), "
-            << graph.param_count() << " parameters, " << train.count << " training / " << test.count
-            << " test images\n";
+  std::string where;
+  for (const std::string& d : session.partition().devices)
+    where += (where.empty() ? "" : ", ") + d + " (" + std::to_string(config.find_device(d)->threads) + " threads)";
+  std::cerr << "devmap: training " << config.path << " on " << where << ", " << graph.param_count()
+            << " parameters, " << train.count << " training / " << test.count << " test images\n";
 
-  BatchFeeder feeder(group, input, layout, image_node, label_node);
+  BatchFeeder feeder(group, session.input(), layout, image_node, label_node);
   if (options.param_stats) feeder.set_first_step_flags(wire::kParamStats);
   const int64_t steps_per_epoch = (train.count + tc.batch_size - 1) / tc.batch_size;
   int64_t step = 0;
@@ -307,6 +261,8 @@ int run_train(const Config& config, const RunOptions& options) {
     JsonObject j;
     j.add("event", "device").add("device", w.device).add("pid", static_cast<int64_t>(w.pid));
     j.add("vm_hwm_bytes", static_cast<int64_t>(w.vm_hwm_bytes));
+    j.add("transport_bytes_copied", static_cast<int64_t>(w.transport_bytes_copied));
+    j.add("tensors_sent", static_cast<int64_t>(w.handoffs)).add("bytes_sent", static_cast<int64_t>(w.bytes_handed));
     metrics.write(j);
   }
   JsonObject done;

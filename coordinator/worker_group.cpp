@@ -157,7 +157,13 @@ void WorkerGroup::shutdown() {
     auto m = server_->recv(milliseconds(50));
     if (!m || m->message.type != wire::MsgType::kBye) continue;
     for (size_t i = 0; i < workers_.size(); ++i)
-      if (workers_[i]->device() == m->peer) info_[i].vm_hwm_bytes = m->message.as<wire::Bye>().vm_hwm_bytes;
+      if (workers_[i]->device() == m->peer) {
+        auto bye = m->message.as<wire::Bye>();
+        info_[i].vm_hwm_bytes = bye.vm_hwm_bytes;
+        info_[i].transport_bytes_copied = bye.transport_bytes_copied;
+        info_[i].handoffs = bye.handoffs;
+        info_[i].bytes_handed = bye.bytes_handed;
+      }
     ++byes;
   }
   for (auto& w : workers_)

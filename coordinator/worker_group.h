@@ -35,7 +35,10 @@ struct WorkerInfo {
   pid_t pid = 0;
   uint64_t param_count = 0;
   std::string runtime;
-  uint64_t vm_hwm_bytes = 0;  // reported in BYE at shutdown
+  // Reported in BYE at shutdown.
+  uint64_t vm_hwm_bytes = 0;
+  uint64_t transport_bytes_copied = 0;
+  uint64_t handoffs = 0, bytes_handed = 0;
 };
 
 class WorkerGroup {

@@ -8,23 +8,44 @@
 
 namespace devmap {
 
-Executor::Executor(const Graph& graph, Program program, const KernelFactory& kernels, const OptimizerConfig& optimizer,
-                   int threads, uint64_t seed)
+Executor::Executor(const Graph& graph, Program program, const KernelFactory& kernels,
+                   const OptimizerConfig& optimizer, int threads, uint64_t seed, const DeviceProgram* part,
+                   const std::vector<Edge>* edges, Channel* channel)
     : graph_(graph),
       program_(std::move(program)),
-      optimizer_config_(optimizer),
+      edges_(edges),
+      channel_(channel),
       seed_(seed),
       pool_(std::make_unique<ThreadPool>(threads)) {
   const size_t n = static_cast<size_t>(graph_.size());
+  const size_t nt = static_cast<size_t>(program_.tensor_count());
+  edge_of_.assign(nt, -1);
+  if (part) {
+    forward_ = part->forward;
+    backward_ = part->backward;
+    local_ = part->local_nodes;
+    uses_ = part->uses_tensor;
+    owns_loss_ = part->owns_loss;
+    assert(edges);
+    for (const Edge& e : *edges) edge_of_[static_cast<size_t>(e.tensor)] = e.id;
+    assert((part->sends.empty() && part->recvs.empty()) || channel);
+  } else {
+    forward_ = program_.forward;
+    backward_ = program_.backward;
+    local_ = program_.needed;
+    uses_.assign(nt, false);
+    for (size_t t = 0; t < nt; ++t) uses_[t] = program_.needed[static_cast<size_t>(program_.tensors[t].node)];
+    owns_loss_ = program_.loss_node >= 0;
+  }
   kernels_.resize(n);
   node_params_.resize(n);
-  for (const Instr& ins : program_.forward)
-    if (!kernels_[static_cast<size_t>(ins.node)])
+  for (const Instr& ins : forward_)
+    if (ins.kind == InstrKind::kForward && !kernels_[static_cast<size_t>(ins.node)])
       kernels_[static_cast<size_t>(ins.node)] = kernels.make_kernel(graph_.node(ins.node).op());
   bool training = program_.loss_node >= 0;
   if (training) optimizer_ = kernels.make_optimizer(optimizer);
   for (int i = 0; i < graph_.size(); ++i) {
-    if (!program_.needed[static_cast<size_t>(i)]) continue;
+    if (!local_[static_cast<size_t>(i)]) continue;
     const Node& node = graph_.node(i);
     for (const ParamSpec& spec : node.params) {
       Parameter p;
@@ -40,8 +61,8 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
       params_.push_back(std::move(p));
     }
   }
-  bound_.assign(static_cast<size_t>(program_.tensor_count()), nullptr);
-  buffers_.resize(static_cast<size_t>(program_.tensor_count()));
+  bound_.assign(nt, nullptr);
+  buffers_.resize(nt);
 }
 
 Executor::~Executor() = default;
@@ -54,8 +75,8 @@ Shape Executor::tensor_shape(int tensor, int64_t batch) const {
 void Executor::reserve(int64_t max_batch) {
   max_batch_ = max_batch;
   for (int t = 0; t < program_.tensor_count(); ++t) {
-    int node = program_.tensors[static_cast<size_t>(t)].node;
-    if (!program_.needed[static_cast<size_t>(node)]) continue;
+    // Tensors that cross devices live in their edge's slots, not here.
+    if (!uses_[static_cast<size_t>(t)] || edge_of_[static_cast<size_t>(t)] >= 0) continue;
     buffers_[static_cast<size_t>(t)].resize(tensor_shape(t, max_batch).numel());
   }
   workspace_bytes_ = 0;
@@ -70,6 +91,7 @@ void Executor::init_parameters() {
   for (Parameter& p : params_) {
     float* v = p.value.data();
     int64_t count = p.spec.shape.numel();
+    for (Buffer& s : p.state) std::fill(s.data(), s.data() + count, 0.0f);
     if (p.spec.init == ParamInit::kZeros) {
       std::fill(v, v + count, 0.0f);
       continue;
@@ -77,7 +99,6 @@ void Executor::init_parameters() {
     PhiloxKey key = philox_key(seed_, p.name);
     float bound = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.spec.fan_in)));
     for (int64_t i = 0; i < count; ++i) v[i] = (2.0f * uniform_at(key, static_cast<uint64_t>(i)) - 1.0f) * bound;
-    for (Buffer& s : p.state) std::fill(s.data(), s.data() + count, 0.0f);
   }
 }
 
@@ -89,12 +110,11 @@ void Executor::bind_input(int node, float* data) {
 TensorView Executor::view(int tensor, int64_t batch) const {
   assert(batch <= max_batch_ && "reserve() a larger batch first");
   float* bound = bound_[static_cast<size_t>(tensor)];
+  assert((bound || buffers_[static_cast<size_t>(tensor)].data()) && "tensor has no memory on this device");
   return TensorView{bound ? bound : buffers_[static_cast<size_t>(tensor)].data(), tensor_shape(tensor, batch)};
 }
 
-TensorView Executor::output(int node, int64_t batch) const {
-  return view(node, batch);
-}
+TensorView Executor::output(int node, int64_t batch) const { return view(node, batch); }
 
 KernelContext Executor::context(const StepInfo& info) {
   KernelContext ctx;
@@ -109,78 +129,101 @@ KernelContext Executor::context(const StepInfo& info) {
   return ctx;
 }
 
-void Executor::forward(int64_t batch, const StepInfo& info) {
-  KernelContext ctx = context(info);
-  std::vector<TensorView> inputs, params;
-  for (const Instr& ins : program_.forward) {
-    const Node& node = graph_.node(ins.node);
-    inputs.clear();
-    params.clear();
-    for (int t : ins.in) inputs.push_back(view(t, batch));
-    for (int pi : node_params_[static_cast<size_t>(ins.node)])
-      params.push_back(params_[static_cast<size_t>(pi)].value_view());
-    kernels_[static_cast<size_t>(ins.node)]->forward(ForwardArgs{node, inputs, params, view(ins.out[0], batch), ctx});
-  }
-}
+void Executor::forward(int64_t batch, const StepInfo& info) { run(forward_, batch, info, false); }
 
 void Executor::backward(int64_t batch, const StepInfo& info, bool accumulate) {
   assert(program_.loss_grad >= 0);
+  if (owns_loss_) view(program_.loss_grad, batch)[0] = 1.0f;
+  run(backward_, batch, info, accumulate);
+}
+
+void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepInfo& info, bool accumulate) {
   KernelContext ctx = context(info);
-  view(program_.loss_grad, batch)[0] = 1.0f;
-  std::vector<TensorView> inputs, params, d_inputs, d_params;
-  for (const Instr& ins : program_.backward) {
-    const Node& node = graph_.node(ins.node);
-    if (ins.kind == InstrKind::kSumGrads) {
-      TensorView out = view(ins.out[0], batch);
-      std::vector<TensorView> parts;
-      for (int t : ins.in) parts.push_back(view(t, batch));
-      pool_->parallel_for(out.numel(), [&](int64_t b, int64_t e) {
-        for (int64_t j = b; j < e; ++j) {
-          float s = parts[0][j];
-          for (size_t k = 1; k < parts.size(); ++k) s += parts[k][j];
-          out[j] = s;
-        }
-      });
-      continue;
+  std::vector<TensorView> inputs, params;
+  for (const Instr& ins : instrs) {
+    // A tensor that leaves this device is written straight into a slot.
+    for (int t : ins.out) {
+      if (t < 0 || ins.kind == InstrKind::kRecv) continue;
+      int e = edge_of_[static_cast<size_t>(t)];
+      if (e >= 0) bound_[static_cast<size_t>(t)] = channel_->acquire(e, info.step, tensor_shape(t, batch).numel() * 4);
     }
-    inputs.clear();
-    params.clear();
-    d_inputs.clear();
-    d_params.clear();
-    for (int in : node.inputs) {
-      TensorView v = view(in, batch);
-      if (!node.schema->backward_needs_inputs) v.data = nullptr;
-      inputs.push_back(v);
-    }
-    for (int pi : node_params_[static_cast<size_t>(ins.node)]) {
-      params.push_back(params_[static_cast<size_t>(pi)].value_view());
-      d_params.push_back(params_[static_cast<size_t>(pi)].grad_view());
-    }
-    for (size_t k = 0; k < ins.out.size(); ++k) {
-      if (ins.out[k] >= 0) {
-        d_inputs.push_back(view(ins.out[k], batch));
-      } else {
-        d_inputs.push_back(TensorView{nullptr, graph_.node(node.inputs[k]).out_shape_for(batch)});
+    switch (ins.kind) {
+      case InstrKind::kForward: {
+        const Node& node = graph_.node(ins.node);
+        inputs.clear();
+        params.clear();
+        for (int t : ins.in) inputs.push_back(view(t, batch));
+        for (int pi : node_params_[static_cast<size_t>(ins.node)])
+          params.push_back(params_[static_cast<size_t>(pi)].value_view());
+        kernels_[static_cast<size_t>(ins.node)]->forward(
+            ForwardArgs{node, inputs, params, view(ins.out[0], batch), ctx});
+        break;
       }
+      case InstrKind::kBackward:
+        run_kernel_backward(ins, batch, ctx, accumulate);
+        break;
+      case InstrKind::kSumGrads: {
+        TensorView out = view(ins.out[0], batch);
+        std::vector<const float*> parts;
+        for (int t : ins.in) parts.push_back(view(t, batch).data);
+        pool_->parallel_for(out.numel(), [&](int64_t b, int64_t e) {
+          for (int64_t j = b; j < e; ++j) {
+            float s = parts[0][j];
+            for (size_t k = 1; k < parts.size(); ++k) s += parts[k][j];
+            out[j] = s;
+          }
+        });
+        break;
+      }
+      case InstrKind::kSend:
+        channel_->send(ins.node, info.step);
+        break;
+      case InstrKind::kRecv:
+        bound_[static_cast<size_t>(ins.out[0])] = channel_->receive(ins.node, info.step);
+        break;
     }
-    TensorView out = view(ins.node, batch);
-    if (!node.schema->backward_needs_output) out.data = nullptr;
-    kernels_[static_cast<size_t>(ins.node)]->backward(
-        BackwardArgs{node, inputs, params, out, view(ins.in[0], batch), d_inputs, d_params, accumulate, ctx});
   }
+}
+
+void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate) {
+  const Node& node = graph_.node(ins.node);
+  std::vector<TensorView> inputs, params, d_inputs, d_params;
+  for (int in : node.inputs) {
+    TensorView v{nullptr, graph_.node(in).out_shape_for(batch)};
+    if (node.schema->backward_needs_inputs) v = view(in, batch);
+    inputs.push_back(v);
+  }
+  for (int pi : node_params_[static_cast<size_t>(ins.node)]) {
+    params.push_back(params_[static_cast<size_t>(pi)].value_view());
+    d_params.push_back(params_[static_cast<size_t>(pi)].grad_view());
+  }
+  for (size_t k = 0; k < ins.out.size(); ++k) {
+    if (ins.out[k] >= 0) {
+      d_inputs.push_back(view(ins.out[k], batch));
+    } else {
+      d_inputs.push_back(TensorView{nullptr, graph_.node(node.inputs[k]).out_shape_for(batch)});
+    }
+  }
+  TensorView out{nullptr, node.out_shape_for(batch)};
+  if (node.schema->backward_needs_output) out = view(ins.node, batch);
+  kernels_[static_cast<size_t>(ins.node)]->backward(
+      BackwardArgs{node, inputs, params, out, view(ins.in[0], batch), d_inputs, d_params, accumulate, ctx});
+}
+
+void Executor::finish_step(const StepInfo& info) {
+  if (channel_) channel_->release(info.step);
 }
 
 void Executor::apply_optimizer(int64_t step) {
   assert(optimizer_);
+  std::vector<TensorView> state;
   for (Parameter& p : params_) {
-    std::vector<TensorView> state;
+    state.clear();
     for (Buffer& s : p.state) state.push_back(s.view(p.spec.shape));
     optimizer_->update(p.value_view(), p.grad_view(), state, step, *pool_);
   }
 }
 
-float Executor::scalar(int node) const {
-  return view(node, 1)[0];
-}
+float Executor::scalar(int node) const { return view(node, 1)[0]; }
 
 }  // namespace devmap

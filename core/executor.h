@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/channel.h"
 #include "core/kernel.h"
+#include "core/partition.h"
 #include "core/program.h"
 
 namespace devmap {
@@ -35,8 +37,12 @@ struct Parameter {
 
 class Executor {
  public:
+  // `part` (may be null: run the whole program here) selects this device's
+  // share of `program`: its ops, parameters and the sends and receives of
+  // its cut edges, which go through `channel` (needed when part has edges).
   Executor(const Graph& graph, Program program, const KernelFactory& kernels, const OptimizerConfig& optimizer,
-           int threads, uint64_t seed);
+           int threads, uint64_t seed, const DeviceProgram* part = nullptr, const std::vector<Edge>* edges = nullptr,
+           Channel* channel = nullptr);
   ~Executor();
 
   // Allocates every buffer for batches of up to `max_batch` samples.
@@ -62,6 +68,10 @@ class Executor {
 
   // The scalar output of a loss or metric op after forward().
   float scalar(int node) const;
+  // Whether op `node` runs here.
+  bool is_local(int node) const { return local_[static_cast<size_t>(node)]; }
+  // Hands back every slot received for the step (end of the step).
+  void finish_step(const StepInfo& info);
 
   std::vector<Parameter>& parameters() { return params_; }
   const std::vector<Parameter>& parameters() const { return params_; }
@@ -73,10 +83,18 @@ class Executor {
   Shape tensor_shape(int tensor, int64_t batch) const;
   TensorView view(int tensor, int64_t batch) const;
   KernelContext context(const StepInfo& info);
+  void run(const std::vector<Instr>& instrs, int64_t batch, const StepInfo& info, bool accumulate);
+  void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
 
   const Graph& graph_;
   Program program_;
-  OptimizerConfig optimizer_config_;
+  std::vector<Instr> forward_, backward_;  // this device's instructions
+  std::vector<bool> local_;                // per node
+  std::vector<bool> uses_;                 // per tensor
+  std::vector<int> edge_of_;               // per tensor: the cut edge it crosses, or -1
+  const std::vector<Edge>* edges_ = nullptr;
+  Channel* channel_ = nullptr;
+  bool owns_loss_ = false;
   uint64_t seed_;
   std::unique_ptr<ThreadPool> pool_;
   std::vector<std::unique_ptr<OpKernel>> kernels_;  // per node (null where none)

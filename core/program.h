@@ -24,11 +24,13 @@ enum class InstrKind {
   kForward,   // run node's forward: in = its inputs' tensors, out = {node}
   kBackward,  // run node's gradient rule: in = {grad of output}, out = grad per input (-1: none)
   kSumGrads,  // out[0] = in[0] + in[1] + ... in this order
+  kSend,      // (partitioned programs) signal edge `node`'s consumers: the tensor in[0] is ready
+  kRecv,      // (partitioned programs) wait for edge `node`'s tensor out[0] and read it in place
 };
 
 struct Instr {
   InstrKind kind;
-  int node;
+  int node;  // the op; for kSend/kRecv the edge id
   std::vector<int> in, out;
 };
 

@@ -83,6 +83,8 @@ std::string encode_worker_plan(const WorkerPlan& p) {
     w.put<int32_t>(p.layout.input_nodes[k]);
     w.put<uint64_t>(p.layout.input_offsets[k]);
   }
+  w.put_string(p.run_prefix);
+  w.put_string(p.run_dir);
   return w.bytes();
 }
 
@@ -132,6 +134,13 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
     p.layout.input_nodes.push_back(r.get<int32_t>());
     p.layout.input_offsets.push_back(r.get<uint64_t>());
   }
+  p.run_prefix = r.get_string();
+  p.run_dir = r.get_string();
+  for (int o : p.outputs)
+    if (o < 0 || o >= p.graph.size()) throw_runtime("malformed worker plan: bad output index");
+  for (int n : p.layout.input_nodes)
+    if (n < 0 || n >= p.graph.size() || p.graph.node(n).schema->num_inputs != 0)
+      throw_runtime("malformed worker plan: bad input node");
   if (!r.done()) throw_runtime("malformed worker plan: trailing bytes");
   return p;
 }

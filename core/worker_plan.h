@@ -26,7 +26,7 @@ struct InputLayout {
 };
 
 struct WorkerPlan {
-  std::string device;  // "cpu:0"
+  std::string device;  // "cpu:0"; every op's Node::device says where it runs
   int threads = 1;
   uint64_t seed = 0;
   bool training = true;
@@ -36,6 +36,10 @@ struct WorkerPlan {
   std::vector<int> outputs;  // inference: the ops whose outputs are wanted
   std::string input_segment;
   InputLayout layout;
+  // Names shared with the other workers of the run: segments of cut edges
+  // start with run_prefix, data sockets live in run_dir.
+  std::string run_prefix;
+  std::string run_dir;
 };
 
 std::string encode_worker_plan(const WorkerPlan& plan);

@@ -14,6 +14,8 @@ const char* msg_type_name(MsgType t) {
     case MsgType::kError: return "ERROR";
     case MsgType::kShutdown: return "SHUTDOWN";
     case MsgType::kBye: return "BYE";
+    case MsgType::kTensorReady: return "TENSOR_READY";
+    case MsgType::kSlotRelease: return "SLOT_RELEASE";
   }
   return "UNKNOWN";
 }
@@ -33,7 +35,7 @@ Message Message::parse(std::string_view f) {
   if (h.body_bytes != f.size() - sizeof h)
     throw_runtime("malformed message: header says " + std::to_string(h.body_bytes) + " body bytes, frame has " +
                   std::to_string(f.size() - sizeof h));
-  if (h.type < 1 || h.type > 8) throw_runtime("malformed message: unknown type " + std::to_string(h.type));
+  if (h.type < 1 || h.type > kMaxMsgType) throw_runtime("malformed message: unknown type " + std::to_string(h.type));
   return Message{static_cast<MsgType>(h.type), std::string(f.substr(sizeof h))};
 }
 

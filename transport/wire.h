@@ -29,7 +29,11 @@ enum class MsgType : uint32_t {
   kError = 6,     // either way: UTF-8 text, the whole reason
   kShutdown = 7,  // coordinator -> worker: no body
   kBye = 8,       // worker -> coordinator: Bye, sent just before exit(0)
+  // Data plane, worker -> worker over each worker's PULL socket:
+  kTensorReady = 9,   // producer -> consumer: TensorHandle, the slot holds the step's tensor
+  kSlotRelease = 10,  // consumer -> producer: TensorHandle, the consumer is done with the slot
 };
+constexpr uint32_t kMaxMsgType = 10;
 
 const char* msg_type_name(MsgType t);
 
@@ -89,10 +93,23 @@ struct ParamStat {
 static_assert(sizeof(ParamStat) == 64 && std::is_trivially_copyable_v<ParamStat>);
 
 struct Bye {
-  uint64_t vm_hwm_bytes;  // the worker process's peak resident set (VmHWM)
-  uint64_t reserved;
+  uint64_t vm_hwm_bytes;           // the worker process's peak resident set (VmHWM)
+  uint64_t transport_bytes_copied;  // bytes its transport copied (0: tensors were read in place)
+  uint64_t handoffs;               // tensors it sent to other workers
+  uint64_t bytes_handed;           // bytes those tensors held
 };
-static_assert(sizeof(Bye) == 16 && std::is_trivially_copyable_v<Bye>);
+static_assert(sizeof(Bye) == 32 && std::is_trivially_copyable_v<Bye>);
+
+// A handle to one tensor in a slot of an edge's ring: what the data plane
+// carries instead of the tensor's bytes.
+struct TensorHandle {
+  uint32_t edge;
+  uint32_t slot;
+  int64_t step;
+  int32_t micro;  // micro-batch within the step
+  uint32_t reserved;
+};
+static_assert(sizeof(TensorHandle) == 24 && std::is_trivially_copyable_v<TensorHandle>);
 
 // Builds one frame: header + body.
 std::string frame(MsgType type, std::string_view body);

@@ -15,6 +15,7 @@
 #include "core/process_stats.h"
 #include "core/worker_plan.h"
 #include "transport/control_channel.h"
+#include "transport/edge_plan.h"
 #include "transport/shm_segment.h"
 
 namespace devmap {
@@ -75,15 +76,26 @@ double l2_norm(const float* v, int64_t n) {
 
 class Worker {
  public:
-  Worker(ControlClient& client, const WorkerRuntime& rt, WorkerPlan plan)
-      : client_(client), plan_(std::move(plan)), segment_(ShmSegment::open(plan_.input_segment)) {
+  Worker(zmq::context_t& ctx, const WorkerRuntime& rt, WorkerPlan plan, pid_t parent)
+      : plan_(std::move(plan)), segment_(ShmSegment::open(plan_.input_segment)) {
     if (segment_.size() < plan_.layout.total_bytes())
       throw_runtime("input segment " + plan_.input_segment + " is smaller than its layout");
     rt.set_threads(plan_.threads);
     Program program =
         plan_.training ? build_training_program(plan_.graph) : build_inference_program(plan_.graph, plan_.outputs);
+    // This device's share: the same pure function the coordinator planned with.
+    partition_ = partition_program(plan_.graph, program);
+    const DeviceProgram& mine = partition_.program_for(plan_.device);
+    std::vector<ChannelEdge> edges = channel_edges(partition_, plan_.run_prefix, plan_.max_batch, plan_.device);
+    if (!edges.empty())
+      channel_ = std::make_unique<ShmChannel>(ctx, plan_.device, data_endpoints(partition_, plan_.run_dir), edges,
+                                              [parent] {
+                                                if (::getppid() != parent)
+                                                  throw_runtime("the coordinator (pid " + std::to_string(parent) +
+                                                                ") is gone");
+                                              });
     exec_ = std::make_unique<Executor>(plan_.graph, std::move(program), *rt.kernels, plan_.optimizer, plan_.threads,
-                                       plan_.seed);
+                                       plan_.seed, &mine, &partition_.edges, channel_.get());
     exec_->reserve(plan_.max_batch);
     exec_->init_parameters();
     loss_node_ = plan_.graph.find_role(OpRole::kLoss);
@@ -98,6 +110,16 @@ class Worker {
     wire::copy_name(r.runtime, rt.describe ? rt.describe() : rt.device_kind);
     for (const Parameter& p : exec_->parameters()) r.param_count += static_cast<uint64_t>(p.spec.shape.numel());
     return r;
+  }
+
+  wire::Bye bye() const {
+    wire::Bye b{read_vm_hwm_bytes(), 0, 0, 0};
+    if (channel_) {
+      b.transport_bytes_copied = channel_->stats().bytes_copied;
+      b.handoffs = channel_->stats().handoffs;
+      b.bytes_handed = channel_->stats().bytes_handed;
+    }
+    return b;
   }
 
   std::string step(const wire::Step& s) {
@@ -120,14 +142,13 @@ class Worker {
     exec_->forward(s.batch, info);
     wire::StepDone done{};
     done.step = s.step;
-    if (loss_node_ >= 0 && exec_->program().needed[static_cast<size_t>(loss_node_)])
-      done.loss = exec_->scalar(loss_node_);
-    if (metric_node_ >= 0 && exec_->program().needed[static_cast<size_t>(metric_node_)])
-      done.metric = exec_->scalar(metric_node_);
+    if (loss_node_ >= 0 && exec_->is_local(loss_node_)) done.loss = exec_->scalar(loss_node_);
+    if (metric_node_ >= 0 && exec_->is_local(metric_node_)) done.metric = exec_->scalar(metric_node_);
     if (train) {
       exec_->backward(s.batch, info, /*accumulate=*/false);
       exec_->apply_optimizer(s.step + 1);
     }
+    exec_->finish_step(info);
     done.compute_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string body(reinterpret_cast<const char*>(&done), sizeof done);
     if (stats) {
@@ -154,9 +175,10 @@ class Worker {
   }
 
  private:
-  ControlClient& client_;
   WorkerPlan plan_;
   ShmSegment segment_;
+  Partition partition_;
+  std::unique_ptr<ShmChannel> channel_;
   std::unique_ptr<Executor> exec_;
   int loss_node_ = -1, metric_node_ = -1;
   int64_t fail_at_step_ = -1;
@@ -178,7 +200,7 @@ void serve(const Args& args, const WorkerRuntime& rt) {
       wire::Message m = await_message(client, parent);
       switch (m.type) {
         case wire::MsgType::kPlan:
-          worker = std::make_unique<Worker>(client, rt, decode_worker_plan(m.body));
+          worker = std::make_unique<Worker>(ctx, rt, decode_worker_plan(m.body), parent);
           client.send(wire::frame(wire::MsgType::kReady, worker->ready(rt)));
           break;
         case wire::MsgType::kStep:
@@ -186,7 +208,7 @@ void serve(const Args& args, const WorkerRuntime& rt) {
           client.send(worker->step(m.as<wire::Step>()));
           break;
         case wire::MsgType::kShutdown:
-          client.send(wire::frame(wire::MsgType::kBye, wire::Bye{read_vm_hwm_bytes(), 0}));
+          client.send(wire::frame(wire::MsgType::kBye, worker ? worker->bye() : wire::Bye{read_vm_hwm_bytes(), 0, 0, 0}));
           return;
         case wire::MsgType::kError: throw_runtime("coordinator: " + m.body);
         default: throw_runtime(std::string("unexpected ") + wire::msg_type_name(m.type) + " message");

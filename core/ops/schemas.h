@@ -5,6 +5,7 @@
 
 namespace devmap::ops {
 
+OpSchema add_schema();
 OpSchema input_schema();
 OpSchema labels_schema();
 OpSchema conv2d_schema();

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "kernels/cpu/add.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/dropout.h"
@@ -27,7 +28,8 @@ std::unique_ptr<OpKernel> make() {
 
 const std::map<std::string, Maker>& table() {
   static const std::map<std::string, Maker> t = {
-      {"accuracy", make<cpu::AccuracyKernel>},    {"argmax", make<cpu::ArgmaxKernel>},
+      {"accuracy", make<cpu::AccuracyKernel>},    {"add", make<cpu::AddKernel>},
+      {"argmax", make<cpu::ArgmaxKernel>},
       {"conv2d", make<cpu::Conv2dKernel>},        {"dense", make<cpu::DenseKernel>},
       {"dropout", make<cpu::DropoutKernel>},      {"flatten", make<cpu::CopyKernel>},
       {"max_pool2d", make<cpu::MaxPool2dKernel>}, {"relu", make<cpu::ReluKernel>},

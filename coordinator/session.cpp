@@ -1,0 +1,120 @@
+#include "coordinator/session.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "coordinator/signals.h"
+#include "transport/edge_plan.h"
+#include "transport/run_names.h"
+
+namespace devmap {
+namespace {
+
+std::string worker_program(const RunOptions& options, DeviceKind kind) {
+  std::string name = kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
+  std::filesystem::path dir = options.worker_dir;
+  if (dir.empty()) {
+    if (const char* env = std::getenv("DEVMAP_WORKER_DIR")) dir = env;
+    else dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  }
+  std::filesystem::path p = dir / name;
+  if (::access(p.c_str(), X_OK) != 0)
+    throw_runtime("cannot find the worker program " + p.string() + " (build it, or set DEVMAP_WORKER_DIR)");
+  return p.string();
+}
+
+std::string mib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1024.0 * 1024.0));
+  return buf;
+}
+
+}  // namespace
+
+void check_devices(const Config& config, const Partition& partition) {
+  int threads = 0;
+  for (const std::string& name : partition.devices) {
+    const DeviceSpec* d = config.find_device(name);
+    if (d->kind == DeviceKind::kGpu)
+      throw_invalid(config.path + ": ops are placed on " + name +
+                    ", but this build has no GPU worker yet; place them on a cpu device");
+    threads += d->threads;
+  }
+  unsigned cores = std::thread::hardware_concurrency();
+  if (cores > 0 && threads > static_cast<int>(cores))
+    std::cerr << "devmap: warning: the workers use " << threads << " threads in total on a machine with " << cores
+              << " cores; they will compete for them\n";
+}
+
+void log_placement(const Config& config, const Partition& partition, int64_t batch, std::ostream& os) {
+  const Graph& g = config.graph;
+  os << "placement:\n";
+  for (const Node& n : g.nodes()) {
+    if (n.schema->num_inputs == 0) {
+      std::string readers;
+      for (const DeviceProgram& p : partition.programs)
+        if (p.uses_tensor[static_cast<size_t>(g.find(n.name))]) readers += (readers.empty() ? "" : ", ") + p.device;
+      os << "  " << n.name << " (" << n.op() << "): fed by the coordinator, read in place by "
+         << (readers.empty() ? "no device" : readers) << "\n";
+    } else {
+      os << "  " << n.name << " (" << n.op() << "): " << n.device << "\n";
+    }
+  }
+  os << "cut edges (batch " << batch << "):\n";
+  if (partition.edges.empty()) os << "  none: every op runs on one device\n";
+  std::map<std::pair<std::string, std::string>, int64_t> totals;
+  for (const Edge& e : partition.edges) {
+    std::string to;
+    for (const std::string& c : e.consumers) {
+      to += (to.empty() ? "" : ", ") + c;
+      totals[{e.producer, c}] += e.bytes(batch);
+    }
+    os << "  " << e.name << (e.backward ? " (gradient)" : "") << " " << e.per_sample.with_batch(batch).to_string()
+       << ": " << e.producer << " -> " << to << ", " << e.bytes(batch) << " bytes (" << mib(static_cast<double>(e.bytes(batch)))
+       << ") per step\n";
+  }
+  if (!totals.empty()) os << "bytes crossing per step:\n";
+  for (const auto& [pair, bytes] : totals)
+    os << "  " << pair.first << " -> " << pair.second << ": " << bytes << " bytes (" << mib(static_cast<double>(bytes))
+       << ")\n";
+}
+
+Session::Session(const Config& config, const RunOptions& options, bool training, int64_t max_batch)
+    : program_(training ? build_training_program(config.graph)
+                        : build_inference_program(config.graph, config.graph.find_all_role(OpRole::kMetric))),
+      partition_(partition_program(config.graph, program_)),
+      layout_(InputLayout::for_graph(config.graph, max_batch, 2)),
+      input_(ShmSegment::create(run_.segment_name("input"), layout_.total_bytes())) {
+  check_devices(config, partition_);
+  std::string prefix = run_.segment_name("");
+  for (const ChannelEdge& e : channel_edges(partition_, prefix, max_batch))
+    edge_segments_.push_back(ShmSegment::create(e.segment, e.slot_bytes * e.slots));
+
+  std::vector<WorkerLaunch> launches;
+  for (const std::string& name : partition_.devices) {
+    const DeviceSpec* d = config.find_device(name);
+    WorkerLaunch l;
+    l.program = worker_program(options, d->kind);
+    l.plan.device = name;
+    l.plan.threads = d->threads;
+    l.plan.seed = config.train.seed;
+    l.plan.training = training;
+    l.plan.optimizer = config.train.optimizer;
+    l.plan.max_batch = max_batch;
+    l.plan.graph = config.graph;
+    l.plan.input_segment = input_.name();
+    l.plan.layout = layout_;
+    l.plan.run_prefix = prefix;
+    l.plan.run_dir = run_.directory();
+    launches.push_back(std::move(l));
+  }
+  group_ = std::make_unique<WorkerGroup>(run_, std::move(launches), [] { return interrupted(); });
+}
+
+void Session::start() { group_->start(std::chrono::seconds(60)); }
+
+}  // namespace devmap

@@ -1,0 +1,51 @@
+// Session: everything a job holds while its workers run: the run's names
+// and directory, the input segment, one segment per cut edge, and the
+// worker processes (one per device that runs an op). Destroying it kills
+// what still runs and removes every segment and socket file, on every exit
+// path.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coordinator/config.h"
+#include "coordinator/run_options.h"
+#include "coordinator/run_resources.h"
+#include "coordinator/worker_group.h"
+#include "core/partition.h"
+#include "transport/shm_segment.h"
+
+namespace devmap {
+
+class Session {
+ public:
+  // Plans the job (program, partition, segment sizes) and creates the
+  // segments; start() launches the workers.
+  Session(const Config& config, const RunOptions& options, bool training, int64_t max_batch);
+  void start();
+
+  const Partition& partition() const { return partition_; }
+  const InputLayout& layout() const { return layout_; }
+  ShmSegment& input() { return input_; }
+  WorkerGroup& workers() { return *group_; }
+  const RunResources& run() const { return run_; }
+
+ private:
+  RunResources run_;
+  Program program_;
+  Partition partition_;
+  InputLayout layout_;
+  ShmSegment input_;
+  std::vector<ShmSegment> edge_segments_;
+  std::unique_ptr<WorkerGroup> group_;
+};
+
+// Checks that every device the partition uses can run here; warns on
+// stderr when the workers' threads add up to more than the machine's cores.
+void check_devices(const Config& config, const Partition& partition);
+
+// Prints where each op runs and what crosses devices (--log-placement).
+void log_placement(const Config& config, const Partition& partition, int64_t batch, std::ostream& os);
+
+}  // namespace devmap

@@ -1,0 +1,43 @@
+// How a partition's cut edges map onto transport resources: one segment
+// with a ring of slots per edge, one PULL socket per device. The
+// coordinator (which creates the segments) and every worker (which opens
+// them) derive the same answer from the same partition.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/partition.h"
+#include "transport/run_names.h"
+#include "transport/shm_channel.h"
+
+namespace devmap {
+
+constexpr uint32_t kEdgeSlots = 2;  // the producer may run one step ahead of its consumers
+
+inline uint64_t edge_slot_bytes(const Edge& e, int64_t max_batch) {
+  return (static_cast<uint64_t>(e.bytes(max_batch)) + 63) / 64 * 64;
+}
+
+// The edges `device` produces or consumes (all edges when device is empty).
+inline std::vector<ChannelEdge> channel_edges(const Partition& p, const std::string& run_prefix, int64_t max_batch,
+                                              const std::string& device = "") {
+  std::vector<ChannelEdge> out;
+  for (const Edge& e : p.edges) {
+    bool touches = device.empty() || e.producer == device;
+    for (const std::string& c : e.consumers) touches = touches || c == device;
+    if (!touches) continue;
+    out.push_back({e.id, edge_segment_name(run_prefix, e.id), edge_slot_bytes(e, max_batch), kEdgeSlots, e.producer,
+                   e.consumers});
+  }
+  return out;
+}
+
+inline std::map<std::string, std::string> data_endpoints(const Partition& p, const std::string& run_dir) {
+  std::map<std::string, std::string> m;
+  for (const std::string& d : p.devices) m[d] = data_socket_path(run_dir, d);
+  return m;
+}
+
+}  // namespace devmap
