@@ -1,11 +1,20 @@
 // Google Benchmark of the CPU kernels on the reference model's shapes
-// (batch 64). Arg: pool and OpenBLAS threads. Reports GFLOP/s.
+// (batch 64). Arg: threads (pool and OpenBLAS). Reports GFLOP/s.
+// BM_TrainStep / BM_Predict run the whole reference CNN through the
+// Executor (a training step at batch 64, a forward pass at batch 1000) and
+// report images/s plus the mean milliseconds of every op's forward (".f")
+// and backward (".b") and of the optimizer ("opt"), from a timing wrapper
+// around each kernel.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
+#include <map>
 #include <random>
 #include <vector>
 
+#include "core/executor.h"
 #include "core/graph.h"
+#include "core/program.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
 
 namespace devmap {
@@ -118,6 +127,146 @@ void BM_Pool1Backward(benchmark::State& state) {
   report(state, f, 1.0);
 }
 
+// ---- whole-model step with a per-op breakdown ----
+
+using Clock = std::chrono::steady_clock;
+std::map<std::string, double>& op_seconds() {
+  static std::map<std::string, double> m;
+  return m;
+}
+
+class TimedKernel final : public OpKernel {
+ public:
+  explicit TimedKernel(std::unique_ptr<OpKernel> k) : k_(std::move(k)) {}
+  void forward(const ForwardArgs& args) override {
+    const auto t0 = Clock::now();
+    k_->forward(args);
+    op_seconds()[args.node.name + ".f"] += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  void backward(const BackwardArgs& args) override {
+    const auto t0 = Clock::now();
+    k_->backward(args);
+    op_seconds()[args.node.name + ".b"] += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  size_t workspace_bytes(const Node& node, int64_t batch) const override { return k_->workspace_bytes(node, batch); }
+
+ private:
+  std::unique_ptr<OpKernel> k_;
+};
+
+class TimedFactory final : public KernelFactory {
+ public:
+  std::unique_ptr<OpKernel> make_kernel(const std::string& op) const override {
+    return std::make_unique<TimedKernel>(inner_.make_kernel(op));
+  }
+  std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerConfig& config) const override {
+    return inner_.make_optimizer(config);
+  }
+
+ private:
+  CpuKernelFactory inner_;
+};
+
+Node model_node(const std::string& name, const std::string& op, std::vector<int> inputs,
+                std::vector<std::pair<std::string, AttrValue>> attrs = {}) {
+  Node n;
+  n.name = name;
+  n.schema = find_op(op);
+  for (const AttrSpec& s : n.schema->attrs) n.attrs.set(s.name, s.default_value);
+  for (auto& [k, v] : attrs) n.attrs.set(k, v);
+  n.inputs = std::move(inputs);
+  n.device = "cpu:0";
+  return n;
+}
+
+// The reference CNN of configs/fashion_mnist_cnn.yaml.
+Graph reference_cnn() {
+  Graph g;
+  const std::vector<std::pair<std::string, AttrValue>> k5 = {{"kernel", int64_t{5}}, {"padding", int64_t{2}}};
+  auto conv = [&](int64_t filters) {
+    auto a = k5;
+    a.emplace_back("filters", filters);
+    return a;
+  };
+  g.add(model_node("image", "input", {}, {{"shape", std::vector<int64_t>{1, 28, 28}}}));
+  g.add(model_node("label", "labels", {}, {{"classes", int64_t{10}}}));
+  g.add(model_node("conv1", "conv2d", {0}, conv(32)));
+  g.add(model_node("relu1", "relu", {2}));
+  g.add(model_node("pool1", "max_pool2d", {3}, {{"kernel", int64_t{2}}}));
+  g.add(model_node("conv2", "conv2d", {4}, conv(64)));
+  g.add(model_node("relu2", "relu", {5}));
+  g.add(model_node("pool2", "max_pool2d", {6}, {{"kernel", int64_t{2}}}));
+  g.add(model_node("flat", "flatten", {7}));
+  g.add(model_node("fc1", "dense", {8}, {{"units", int64_t{1024}}}));
+  g.add(model_node("relu3", "relu", {9}));
+  g.add(model_node("logits", "dense", {10}, {{"units", int64_t{10}}}));
+  g.add(model_node("loss", "softmax_cross_entropy", {11, 1}));
+  g.infer();
+  return g;
+}
+
+void fill_model_inputs(Executor& ex, const Graph& g, int64_t batch) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> pixel(0, 1);
+  TensorView x = ex.output(g.find("image"), batch), y = ex.output(g.find("label"), batch);
+  for (int64_t i = 0; i < x.numel(); ++i) x[i] = pixel(rng);
+  for (int64_t i = 0; i < y.numel(); ++i) y[i] = static_cast<float>(rng() % 10);
+}
+
+void report_ops(benchmark::State& state, int64_t batch) {
+  const double iters = static_cast<double>(state.iterations());
+  for (const auto& [name, sec] : op_seconds()) state.counters[name] = sec / iters * 1e3;
+  state.counters["img/s"] =
+      benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_TrainStep(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  set_cpu_threads(threads);
+  const Graph g = reference_cnn();
+  TimedFactory factory;
+  OptimizerConfig opt;
+  opt.kind = OptimizerConfig::Kind::kMomentum;
+  Executor ex(g, build_training_program(g), factory, opt, threads, 1);
+  ex.reserve(kBatch);
+  ex.init_parameters();
+  fill_model_inputs(ex, g, kBatch);
+  const StepInfo info{0, 0, kBatch, true};
+  int64_t step = 0;
+  auto one_step = [&] {
+    ex.forward(kBatch, info);
+    ex.backward(kBatch, info, false);
+    const auto t0 = Clock::now();
+    ex.apply_optimizer(++step);
+    op_seconds()["opt"] += std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  for (int i = 0; i < 3; ++i) one_step();  // warm-up
+  op_seconds().clear();
+  for (auto _ : state) one_step();
+  report_ops(state, kBatch);
+  op_seconds().clear();
+}
+
+void BM_Predict(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  constexpr int64_t kPredictBatch = 1000;
+  set_cpu_threads(threads);
+  const Graph g = reference_cnn();
+  TimedFactory factory;
+  Executor ex(g, build_inference_program(g, {g.find("logits")}), factory, OptimizerConfig{}, threads, 1);
+  ex.reserve(kPredictBatch);
+  ex.init_parameters();
+  fill_model_inputs(ex, g, kPredictBatch);
+  const StepInfo info{0, 0, kPredictBatch, false};
+  ex.forward(kPredictBatch, info);  // warm-up
+  op_seconds().clear();
+  for (auto _ : state) ex.forward(kPredictBatch, info);
+  report_ops(state, kPredictBatch);
+  op_seconds().clear();
+}
+
+BENCHMARK(BM_TrainStep)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Predict)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Conv1Forward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Conv2Forward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Conv2Backward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);

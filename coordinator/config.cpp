@@ -25,7 +25,9 @@ namespace {
 
 constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 
-MapScope section(const std::string& name) { return {name, "in " + name, name + ".", ""}; }
+MapScope section(const std::string& name) {
+  return {name, "in " + name, name + ".", ""};
+}
 
 DataConfig read_data(const YamlSource& src, const YAML::Node& node) {
   MapReader map(src, node, section("data"), config_keys::kData);
@@ -112,16 +114,15 @@ DeviceSpec read_device(const YamlSource& src, const YAML::Node& key, const YAML:
 std::vector<DeviceSpec> read_devices(const YamlSource& src, const YAML::Node& node, const YAML::Node& anchor) {
   if (!node.IsMap() || node.size() == 0)
     src.fail(anchor, std::string("devices must ") +
-                       (node.IsMap() || node.IsNull() ? "declare at least one device"
-                                                      : "be a mapping of device names, got " + describe_node(node)) +
-                       ", e.g. devices: {cpu:0: {threads: 2}}");
+                         (node.IsMap() || node.IsNull() ? "declare at least one device"
+                                                        : "be a mapping of device names, got " + describe_node(node)) +
+                         ", e.g. devices: {cpu:0: {threads: 2}}");
   std::vector<DeviceSpec> devices;
   for (const auto& kv : node) devices.push_back(read_device(src, kv.first, kv.second));
   return devices;
 }
 
-std::string read_default_device(const YamlSource& src, const YAML::Node& node,
-                                 const std::vector<DeviceSpec>& devices) {
+std::string read_default_device(const YamlSource& src, const YAML::Node& node, const std::vector<DeviceSpec>& devices) {
   MapReader map(src, node, section("device_map"), config_keys::kDeviceMap);
   if (!map.has("default")) return devices.front().name;
   std::string name = map.get_string("default", "");
@@ -129,8 +130,8 @@ std::string read_default_device(const YamlSource& src, const YAML::Node& node,
   std::vector<std::string> declared;
   for (const DeviceSpec& d : devices) declared.push_back(d.name);
   if (std::find(declared.begin(), declared.end(), name) == declared.end())
-    map.fail_value("default", "is '" + name + "', which is not declared in devices (declared: " +
-                                  join_names(declared) + ")");
+    map.fail_value("default",
+                   "is '" + name + "', which is not declared in devices (declared: " + join_names(declared) + ")");
   return name;
 }
 
@@ -150,8 +151,7 @@ const DeviceSpec* Config::find_device(const std::string& name) const {
 
 namespace {
 
-Config load_tree(YAML::Node root, const std::string& name, const std::vector<std::string>& overrides,
-                 YamlSource& src) {
+Config load_tree(YAML::Node root, const std::string& name, const std::vector<std::string>& overrides, YamlSource& src) {
   if (root.IsNull())
     throw_invalid(src.start_prefix() + "the config is empty: it needs at least a model (see configs/*.yaml)");
   if (!root.IsMap())
@@ -205,7 +205,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) fail(std::strerror(errno));
   if (S_ISDIR(st.st_mode)) fail("it is a directory");
   // Read at most one byte past the limit, so that a huge file costs nothing.

@@ -18,7 +18,9 @@ std::string declared_list(const std::vector<DeviceSpec>& devices) {
 
 constexpr size_t kMaxOpNameLength = 100;
 
-std::string plural_inputs(int n) { return std::to_string(n) + (n == 1 ? " input" : " inputs"); }
+std::string plural_inputs(int n) {
+  return std::to_string(n) + (n == 1 ? " input" : " inputs");
+}
 
 // Reads one entry of model.ops; `all_names` maps every op name in the list
 // to its line, for "defined after it" messages.
@@ -58,8 +60,8 @@ class OpBuilder {
       src_.fail(value, "op name " + quoted(*name) +
                            " is not valid: use letters, digits, '_', '.' and '-', starting with a letter or '_'");
     if (name->size() > kMaxOpNameLength)
-      src_.fail(value, "op name " + quoted(*name) + " is longer than " + std::to_string(kMaxOpNameLength) +
-                           " characters");
+      src_.fail(value,
+                "op name " + quoted(*name) + " is longer than " + std::to_string(kMaxOpNameLength) + " characters");
     if (int previous = graph_.find(*name); previous >= 0)
       src_.fail(value, "duplicate op name '" + *name + "' (first defined at line " +
                            std::to_string(graph_.node(previous).loc.line) + ")");
@@ -102,8 +104,8 @@ class OpBuilder {
       auto v = scalar_int(element);
       if (!v) src_.fail(element, map.label(spec.name) + " must be a list of integers, got " + describe_node(element));
       if (*v < spec.min_int)
-        src_.fail(element, map.label(spec.name) + " must hold integers >= " + std::to_string(spec.min_int) +
-                               ", got " + std::to_string(*v));
+        src_.fail(element, map.label(spec.name) + " must hold integers >= " + std::to_string(spec.min_int) + ", got " +
+                               std::to_string(*v));
       out.push_back(*v);
     }
     return out;
@@ -122,8 +124,8 @@ class OpBuilder {
     const int want = node.schema->num_inputs, got = static_cast<int>(inputs.size());
     if (got != want) {
       const YAML::Node& at = map.has("inputs") ? map.anchor("inputs") : item;
-      src_.fail(at, who + (want == 0 ? std::string(" takes no inputs") : " takes " + plural_inputs(want)) +
-                        ", got " + std::to_string(got));
+      src_.fail(at, who + (want == 0 ? std::string(" takes no inputs") : " takes " + plural_inputs(want)) + ", got " +
+                        std::to_string(got));
     }
     return inputs;
   }
@@ -155,8 +157,8 @@ class OpBuilder {
     if (!parse_device_name(*device)) src_.fail(at, "op '" + op_name + "': " + bad_device_name_message(*device));
     for (const DeviceSpec& d : devices_)
       if (d.name == *device) return *device;
-    src_.fail(at, "op '" + op_name + "' is placed on '" + *device + "', which is not declared in devices (declared: " +
-                      declared_list(devices_) + ")");
+    src_.fail(at, "op '" + op_name + "' is placed on '" + *device +
+                      "', which is not declared in devices (declared: " + declared_list(devices_) + ")");
   }
 
   const YamlSource& src_;

@@ -1,10 +1,10 @@
 // Builds a config's graph from its `model` section.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "coordinator/config.h"
 #include "coordinator/yaml_source.h"

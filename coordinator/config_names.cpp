@@ -25,7 +25,9 @@ std::string one_line(std::string_view text, size_t max) {
   return out;
 }
 
-std::string quoted(std::string_view text) { return "'" + one_line(text, 60) + "'"; }
+std::string quoted(std::string_view text) {
+  return "'" + one_line(text, 60) + "'";
+}
 
 int edit_distance(const std::string& a, const std::string& b) {
   // Optimal string alignment distance, O(|a| * |b|): names are short.

@@ -70,7 +70,9 @@ class Override {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& message) const { throw_invalid("--set " + one_line(text_) + ": " + one_line(message, message.size())); }
+  [[noreturn]] void fail(const std::string& message) const {
+    throw_invalid("--set " + one_line(text_) + ": " + one_line(message, message.size()));
+  }
 
   YAML::Node parse_value(const std::string& text) const {
     try {

@@ -2,10 +2,10 @@
 // before validation.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "coordinator/yaml_source.h"
 

@@ -9,8 +9,11 @@ namespace devmap {
 namespace {
 
 constexpr std::pair<const char*, int64_t> kUnits[] = {
-    {"TiB", int64_t{1} << 40}, {"GiB", int64_t{1} << 30}, {"MiB", int64_t{1} << 20},
-    {"KiB", int64_t{1} << 10}, {"B", 1},
+    {"TiB", int64_t{1} << 40},
+    {"GiB", int64_t{1} << 30},
+    {"MiB", int64_t{1} << 20},
+    {"KiB", int64_t{1} << 10},
+    {"B", 1},
 };
 constexpr int64_t kMaxBytes = int64_t{1} << 62;
 

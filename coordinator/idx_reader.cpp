@@ -78,9 +78,7 @@ class IdxFile {
   void expect_magic(uint32_t want, const char* kind) {
     const uint32_t magic = read_u32("magic number");
     if (magic == want) return;
-    std::string seen = magic == kImageMagic   ? " (an image file)"
-                       : magic == kLabelMagic ? " (a label file)"
-                                              : "";
+    std::string seen = magic == kImageMagic ? " (an image file)" : magic == kLabelMagic ? " (a label file)" : "";
     fail("is not an IDX " + std::string(kind) + " file: its magic number is " + hex32(magic) + seen + ", expected " +
          hex32(want));
   }
@@ -96,8 +94,8 @@ class IdxFile {
       out.resize(std::min(total, before + (size_t{1} << 24)));
       const size_t got = read(out.data() + before, out.size() - before);
       if (before + got < out.size())
-        fail("is truncated: the header announces " + what + " (" + std::to_string(total) + " bytes after the header) but only " +
-             std::to_string(before + got) + " bytes follow");
+        fail("is truncated: the header announces " + what + " (" + std::to_string(total) +
+             " bytes after the header) but only " + std::to_string(before + got) + " bytes follow");
     }
     return out;
   }
@@ -142,8 +140,8 @@ ImageSet load_idx_images(const std::string& path, int64_t limit) {
     file.fail("has an implausible image size " + std::to_string(set.rows) + "x" + std::to_string(set.cols) +
               " in its header");
   set.count = apply_limit(count, limit);
-  const std::string what = std::to_string(count) + " images of " + std::to_string(set.rows) + "x" +
-                           std::to_string(set.cols);
+  const std::string what =
+      std::to_string(count) + " images of " + std::to_string(set.rows) + "x" + std::to_string(set.cols);
   std::vector<uint8_t> bytes = file.read_payload(set.count * set.rows * set.cols, what);
   if (set.count == count) file.expect_end(what);
   set.pixels.resize(bytes.size());

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "coordinator/signals.h"
+#include "coordinator/stale_runs.h"
 #include "transport/edge_plan.h"
 #include "transport/run_names.h"
 
@@ -83,8 +84,20 @@ void log_placement(const Config& config, const Partition& partition, int64_t bat
        << ")\n";
 }
 
+namespace {
+
+// Runs before the session creates anything of its own.
+bool sweep_stale_runs() {
+  for (const std::string& path : remove_stale_runs())
+    std::cerr << "devmap: removed " << path << ", left by a run whose process is gone\n";
+  return true;
+}
+
+}  // namespace
+
 Session::Session(const Config& config, const RunOptions& options, bool training, int64_t max_batch)
-    : program_(training ? build_training_program(config.graph)
+    : swept_(sweep_stale_runs()),
+      program_(training ? build_training_program(config.graph)
                         : build_inference_program(config.graph, config.graph.find_all_role(OpRole::kMetric))),
       partition_(partition_program(config.graph, program_)),
       layout_(InputLayout::for_graph(config.graph, max_batch, 2)),

@@ -32,6 +32,7 @@ class Session {
   const RunResources& run() const { return run_; }
 
  private:
+  bool swept_;  // leftovers of crashed runs are removed first
   RunResources run_;
   Program program_;
   Partition partition_;

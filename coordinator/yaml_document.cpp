@@ -1,12 +1,12 @@
 #include "coordinator/yaml_document.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
 #include <map>
 #include <sstream>
 #include <utility>
 #include <vector>
-
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/parser.h>
 
 #include "coordinator/config_names.h"
 #include "coordinator/yaml_scalar.h"
@@ -25,15 +25,13 @@ class TreeChecker {
     if (++count_ > kMaxNodes)
       src_.fail(node, "the config expands to more than " + std::to_string(kMaxNodes) +
                           " YAML nodes (aliases that repeat too much?)");
-    if (depth > kMaxDepth)
-      src_.fail(node, "the config is nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (depth > kMaxDepth) src_.fail(node, "the config is nested deeper than " + std::to_string(kMaxDepth) + " levels");
     if (node.IsSequence()) {
       for (const YAML::Node& child : node) visit(child, depth + 1);
     } else if (node.IsMap()) {
       std::map<std::string, YAML::Mark> seen;
       for (const auto& kv : node) {
-        if (!kv.first.IsScalar())
-          src_.fail(kv.first, "a key must be a name, got " + describe_node(kv.first));
+        if (!kv.first.IsScalar()) src_.fail(kv.first, "a key must be a name, got " + describe_node(kv.first));
         auto [it, inserted] = seen.emplace(kv.first.Scalar(), kv.first.Mark());
         if (!inserted)
           src_.fail(kv.first, "duplicate key " + quoted(kv.first.Scalar()) + " (already given at line " +
@@ -114,6 +112,8 @@ YAML::Node parse_yaml_document(const std::string& text, const YamlSource& src) {
   return root;
 }
 
-void check_yaml_tree(const YAML::Node& root, const YamlSource& src) { TreeChecker(src).visit(root, 0); }
+void check_yaml_tree(const YAML::Node& root, const YamlSource& src) {
+  TreeChecker(src).visit(root, 0);
+}
 
 }  // namespace devmap

@@ -2,9 +2,9 @@
 // not make itself.
 #pragma once
 
-#include <string>
-
 #include <yaml-cpp/yaml.h>
+
+#include <string>
 
 #include "coordinator/yaml_source.h"
 

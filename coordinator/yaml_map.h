@@ -3,14 +3,14 @@
 // "file:line:col: train.batch_size must be an integer, got 'sixty-four'".
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "coordinator/yaml_source.h"
 

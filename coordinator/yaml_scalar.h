@@ -2,11 +2,11 @@
 // a scalar of that type, so the caller can report what it got.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
-
-#include <yaml-cpp/yaml.h>
 
 namespace devmap {
 

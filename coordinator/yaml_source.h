@@ -3,11 +3,11 @@
 // given on the command line, "--set KEY=VALUE: ".
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "core/error.h"
 

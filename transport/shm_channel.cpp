@@ -48,7 +48,7 @@ ShmChannel::ShmChannel(zmq::context_t& ctx, std::string device, const std::map<s
     for (const std::string& peer : peers) {
       if (push_.count(peer)) continue;
       zmq::socket_t s(ctx, zmq::socket_type::push);
-      s.set(zmq::sockopt::linger, 0);
+      s.set(zmq::sockopt::linger, 1000);  // let the last releases of a clean exit go out
       s.connect("ipc://" + endpoints.at(peer));
       push_.emplace(peer, std::move(s));
     }

@@ -15,9 +15,17 @@ blasint blas_int(int64_t v) {
 
 }  // namespace
 
+void pin_blas_to_one_thread() {
+  openblas_set_num_threads(1);
+}
+
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
            int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  // The kernels run GEMMs on their own pool threads: OpenBLAS must compute in
+  // the calling thread (set once, before the first GEMM of the process).
+  static const bool pinned = (pin_blas_to_one_thread(), true);
+  (void)pinned;
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, blas_int(m),
               blas_int(n), blas_int(k), 1.0f, a, blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
 }

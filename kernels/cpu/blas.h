@@ -9,8 +9,13 @@ namespace devmap::cpu {
 // C[m,n] = op(A)[m,k] * op(B)[k,n] + beta * C, all row-major with leading
 // dimensions lda, ldb, ldc (in elements, of the stored, untransposed
 // matrices). beta 0 overwrites C (it is not read), beta 1 accumulates.
-// Runs on OpenBLAS's own threads (see set_cpu_threads); for a fixed OpenBLAS
-// thread count the result bits depend only on the inputs.
+// Runs entirely in the calling thread: OpenBLAS is told to use one thread
+// (the first call does it, and set_cpu_threads), so the CPU kernels may call
+// sgemm from several pool threads at once on disjoint outputs, and the
+// result bits depend only on the inputs and the shapes.
+// Tells OpenBLAS to compute in the calling thread (process-wide).
+void pin_blas_to_one_thread();
+
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
            int64_t ldb, float beta, float* c, int64_t ldc);
 

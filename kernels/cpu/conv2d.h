@@ -1,4 +1,5 @@
-// conv2d on the CPU: im2col + one OpenBLAS sgemm per chunk of samples.
+// conv2d on the CPU: im2col + single-threaded OpenBLAS sgemm per group of
+// samples, the batch split into a fixed number of lanes that run on the pool.
 #pragma once
 
 #include <cstddef>
@@ -13,34 +14,47 @@ namespace devmap::cpu {
 // Backward: dW, db (overwritten, or added to when accumulate), dx (overwritten;
 // skipped when its view is null).
 //
-// The batch is processed in chunks of `chunk_samples(node, batch)` samples.
-// For a chunk of n samples the workspace holds, as float32:
-//   cols  [C*K*K, n*OH*OW]  im2col of the chunk (backward: reused for dcols)
-//   block [O,     n*OH*OW]  the GEMM's output (forward) or the chunk's dy
-//                           gathered from NCHW (backward)
-// so workspace_bytes(node, batch) = n * (C*K*K + O) * OH*OW * 4 with
-// n = min(batch, max(1, max_workspace_bytes / per-sample bytes)): bounded by
-// max_workspace_bytes unless a single sample needs more, and monotone in
-// batch, so a workspace sized for the largest micro-batch fits every smaller
-// one. dW sums the chunks in order, so its bits are fixed for a given batch.
+// Work split. The batch is cut into L = lanes(batch) = min(batch, max_lanes)
+// lanes of consecutive samples (lane l holds samples [l*N/L, (l+1)*N/L)); the
+// pool runs whole lanes, so each lane is computed by one thread from start to
+// end. A lane walks its samples in groups of G = group_samples(node) (G is
+// chosen so that a group's im2col matrix stays in a core's cache: one sample
+// for large convolutions, several for small ones). Per group:
+//   forward:  cols = im2col(x_g); y_g = W * cols (+ b), written straight to
+//             NCHW when G == 1, else through `block` [O, G*OH*OW];
+//   backward: cols = im2col(x_g); dW_lane (+)= dy_g * cols^T;
+//             then, if dx is wanted, cols = W^T * dy_g; dx_g = col2im(cols).
+// The per-lane dW partials are then added in lane order (dW = [dW +] dW_0 +
+// dW_1 + ...) and db sums each filter's dy over samples, then positions, in
+// order. Every GEMM runs on one thread, so the result bits depend on the
+// inputs, the batch and max_lanes, never on the pool size.
+//
+// Workspace, per lane, as float32:
+//   cols    [C*K*K, G*OH*OW]
+//   block   [O,     G*OH*OW]   only when G > 1
+//   dw      [O, C*K*K]         the lane's dW partial (backward)
+// workspace_bytes(node, batch) = lanes(batch) * lane_bytes(node): bounded
+// for any batch and monotone in it, so a workspace sized for the largest
+// micro-batch fits every smaller one.
 class Conv2dKernel final : public OpKernel {
  public:
-  static constexpr size_t kDefaultMaxWorkspaceBytes = size_t{64} << 20;
+  static constexpr int64_t kDefaultMaxLanes = 8;
+  // A group's im2col matrix is kept at or under this many bytes (at least one
+  // sample): OpenBLAS runs these shapes fastest one sample at a time.
+  static constexpr size_t kGroupColsBytes = size_t{64} << 10;
 
-  explicit Conv2dKernel(size_t max_workspace_bytes = kDefaultMaxWorkspaceBytes)
-      : max_workspace_bytes_(max_workspace_bytes) {}
+  explicit Conv2dKernel(int64_t max_lanes = kDefaultMaxLanes) : max_lanes_(max_lanes < 1 ? 1 : max_lanes) {}
 
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
   size_t workspace_bytes(const Node& node, int64_t batch) const override;
 
-  // Samples per chunk for a batch of `batch` (at least 1, at most batch).
-  int64_t chunk_samples(const Node& node, int64_t batch) const;
+  int64_t lanes(int64_t batch) const;
+  static int64_t group_samples(const Node& node);
+  static size_t lane_bytes(const Node& node);
 
  private:
-  int64_t chunk_samples(const ConvGeometry& g, int64_t batch) const;
-
-  size_t max_workspace_bytes_;
+  int64_t max_lanes_;
 };
 
 }  // namespace devmap::cpu

@@ -1,12 +1,11 @@
 #include "kernels/cpu/cpu_kernel_factory.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <map>
 
 #include "core/error.h"
 #include "kernels/cpu/add.h"
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/dropout.h"
@@ -65,8 +64,10 @@ bool CpuKernelFactory::supports(const std::string& op) {
   return table().count(op) != 0;
 }
 
-void set_cpu_threads(int threads) {
-  openblas_set_num_threads(std::max(threads, 1));
+void set_cpu_threads(int /*threads*/) {
+  // The kernels split their GEMMs over the ThreadPool themselves; OpenBLAS
+  // threads would only compete with the pool for the same cores.
+  cpu::pin_blas_to_one_thread();
 }
 
 }  // namespace devmap

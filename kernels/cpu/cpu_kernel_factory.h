@@ -26,10 +26,13 @@ class CpuKernelFactory : public KernelFactory {
   static bool supports(const std::string& op);
 };
 
-// Sets the number of threads OpenBLAS's GEMMs use (process-wide; call it
-// before running kernels, from one thread). The kernels' own loops use the
-// ThreadPool in KernelContext. Results are bit-reproducible for a fixed
-// (OpenBLAS threads, pool size) pair.
+// Prepares the process for CPU kernels running on `threads` threads (call it
+// before running kernels, from one thread). All parallelism, GEMMs included,
+// comes from the ThreadPool in KernelContext, whose size is the thread
+// count; OpenBLAS itself is pinned to one thread (each kernel hands disjoint
+// GEMMs to the pool's threads). Kernels split their work into parts fixed by
+// the shapes, not by the pool size, so results are bit-reproducible for any
+// pool size (see each kernel's header).
 void set_cpu_threads(int threads);
 
 }  // namespace devmap

@@ -1,23 +1,61 @@
 #include "kernels/cpu/dense.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/parallel.h"
 
 namespace devmap::cpu {
+namespace {
+
+// Splits `cols` output columns of a GEMM of `flops` into blocks of at most
+// kMaxBlockCols columns (more when there are at least kMinBlockFlops per
+// block, up to 4), a multiple of 4 blocks when more than one (so 1, 2 or 4
+// threads share them evenly), boundaries on multiples of 16 columns. Depends only on the shape, so a block's GEMM and
+// its bits are the same for any pool size.
+constexpr double kMinBlockFlops = 4e6;
+constexpr int64_t kMaxBlockCols = 512;
+
+struct Blocks {
+  int64_t count, cols;
+  int64_t begin(int64_t b) const { return std::min(cols, (b * cols / count + 15) / 16 * 16); }
+  int64_t end(int64_t b) const { return b + 1 == count ? cols : begin(b + 1); }
+};
+
+Blocks blocks_of(int64_t cols, double flops) {
+  const int64_t by_flops = std::max<int64_t>(1, static_cast<int64_t>(flops / kMinBlockFlops));
+  const int64_t by_cols = (cols + kMaxBlockCols - 1) / kMaxBlockCols;
+  const int64_t max_blocks = std::max<int64_t>(1, cols / 16);
+  int64_t count = std::max(by_cols, std::min<int64_t>(by_flops, 4));
+  if (count > 1) count = (count + 3) / 4 * 4;
+  return {std::clamp<int64_t>(count, 1, max_blocks), cols};
+}
+
+// Runs fn(col_begin, col_end) for every block of `b` on the pool.
+template <class Fn>
+void for_blocks(ThreadPool* pool, const Blocks& b, const Fn& fn) {
+  parallel_for(pool, b.count, [&](int64_t b0, int64_t b1) {
+    for (int64_t i = b0; i < b1; ++i)
+      if (b.end(i) > b.begin(i)) fn(b.begin(i), b.end(i));
+  });
+}
+
+}  // namespace
 
 void DenseKernel::forward(const ForwardArgs& args) {
   const int64_t batch = args.inputs[0].shape[0], in = args.inputs[0].shape[1], units = args.output.shape[1];
   const float* bias = args.params.size() > 1 ? args.params[1].data : nullptr;
+  const float* x = args.inputs[0].data;
+  const float* w = args.params[0].data;
   float* y = args.output.data;
-  if (bias != nullptr) {
-    parallel_for(args.ctx.pool, batch, [&](int64_t begin, int64_t end) {
-      for (int64_t n = begin; n < end; ++n)
-        std::memcpy(y + n * units, bias, static_cast<size_t>(units) * sizeof(float));
-    });
-  }
-  sgemm(false, true, batch, units, in, args.inputs[0].data, in, args.params[0].data, in, bias ? 1.0f : 0.0f, y, units);
+  const Blocks blocks = blocks_of(units, 2.0 * static_cast<double>(batch * in * units));
+  for_blocks(args.ctx.pool, blocks, [&](int64_t u0, int64_t u1) {
+    if (bias != nullptr)
+      for (int64_t n = 0; n < batch; ++n)
+        std::memcpy(y + n * units + u0, bias + u0, static_cast<size_t>(u1 - u0) * sizeof(float));
+    sgemm(false, true, batch, u1 - u0, in, x, in, w + u0 * in, in, bias ? 1.0f : 0.0f, y + u0, units);
+  });
 }
 
 void DenseKernel::backward(const BackwardArgs& args) {
@@ -25,19 +63,33 @@ void DenseKernel::backward(const BackwardArgs& args) {
   const int64_t in = args.node.input_shapes[0][0];
   const float* dy = args.d_output.data;
   const float beta = args.accumulate ? 1.0f : 0.0f;
+  const double flops = 2.0 * static_cast<double>(batch * in * units);
 
-  if (float* dx = args.d_inputs[0].data)
-    sgemm(false, false, batch, in, units, dy, units, args.params[0].data, in, 0.0f, dx, in);
-  if (float* dw = args.d_params[0].data)
-    sgemm(true, false, units, in, batch, dy, units, args.inputs[0].data, in, beta, dw, in);
-  if (args.d_params.size() > 1 && args.d_params[1].data != nullptr) {
-    float* db = args.d_params[1].data;
-    // One unit per task; samples summed in order.
-    parallel_for(args.ctx.pool, units, [&](int64_t begin, int64_t end) {
-      for (int64_t u = begin; u < end; ++u) {
-        double sum = 0.0;
-        for (int64_t n = 0; n < batch; ++n) sum += dy[n * units + u];
-        db[u] = args.accumulate ? db[u] + static_cast<float>(sum) : static_cast<float>(sum);
+  if (float* dx = args.d_inputs[0].data) {
+    // dx[:, i0:i1] = dy W[:, i0:i1]
+    const float* w = args.params[0].data;
+    for_blocks(args.ctx.pool, blocks_of(in, flops), [&](int64_t i0, int64_t i1) {
+      sgemm(false, false, batch, i1 - i0, units, dy, units, w + i0, in, 0.0f, dx + i0, in);
+    });
+  }
+  float* dw = args.d_params[0].data;
+  float* db = args.d_params.size() > 1 ? args.d_params[1].data : nullptr;
+  if (dw != nullptr || db != nullptr) {
+    // Rows [u0, u1) of dW (+)= dy[:, u0:u1]^T x, and the same units of db:
+    // the column sums of dy, samples added in order (in double).
+    const float* x = args.inputs[0].data;
+    for_blocks(args.ctx.pool, blocks_of(units, flops), [&](int64_t u0, int64_t u1) {
+      if (dw != nullptr) sgemm(true, false, u1 - u0, in, batch, dy + u0, units, x, in, beta, dw + u0 * in, in);
+      if (db != nullptr) {
+        double sums[kMaxBlockCols];
+        for (int64_t c0 = u0; c0 < u1; c0 += kMaxBlockCols) {
+          const int64_t c1 = std::min(u1, c0 + kMaxBlockCols);
+          std::fill(sums, sums + (c1 - c0), 0.0);
+          for (int64_t n = 0; n < batch; ++n)
+            for (int64_t u = c0; u < c1; ++u) sums[u - c0] += static_cast<double>(dy[n * units + u]);
+          for (int64_t u = c0; u < c1; ++u)
+            db[u] = args.accumulate ? db[u] + static_cast<float>(sums[u - c0]) : static_cast<float>(sums[u - c0]);
+        }
       }
     });
   }

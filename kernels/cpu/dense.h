@@ -1,4 +1,5 @@
-// dense (fully connected) on the CPU: OpenBLAS sgemm.
+// dense (fully connected) on the CPU: OpenBLAS sgemm, split into column
+// blocks that run on the pool.
 #pragma once
 
 #include "core/kernel.h"
@@ -10,6 +11,9 @@ namespace devmap::cpu {
 // Backward: dx = dy W (overwritten; skipped when its view is null),
 //           dW (+)= dy^T x, db (+)= the column sums of dy, summed over samples
 //           in order (overwritten, or added to when accumulate).
+// Each GEMM is split into blocks of output columns (units for y and dW, input
+// features for dx) fixed by the shape alone; one pool thread computes a
+// block, so the bits do not depend on the pool size.
 class DenseKernel final : public OpKernel {
  public:
   void forward(const ForwardArgs& args) override;

@@ -96,12 +96,73 @@ void row_argmax(const PoolGeometry& g, const float* in, int64_t oh, int64_t c0, 
   }
 }
 
+// The 2x2, stride 2, no padding case (the common one): windows do not
+// overlap, so the backward pass writes each input element exactly once.
+bool is_2x2(const PoolGeometry& g) {
+  return g.kernel == 2 && g.stride == 2 && g.padding == 0;
+}
+
+// 1 where v is m's element under the first-maximum rule (equal, or both NaN).
+inline bool matches(float v, float m) {
+  return (v == m) | ((v != v) & (m != m));
+}
+
+inline float pick(float v, float m) {
+  return replaces(v, m) ? v : m;
+}
+
+// One plane: the first maximum of a, b (row 0), c, d (row 1) of each window,
+// folded in that order one element per pass (single-step loops vectorise).
+void forward_2x2(const PoolGeometry& g, const float* in, float* out) {
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    const float* r0 = in + 2 * oh * g.width;
+    const float* r1 = r0 + g.width;
+    float* o = out + oh * g.out_w;
+    // Starting from a equals the rule's result after a, starting from -inf.
+    for (int64_t ow = 0; ow < g.out_w; ++ow) o[ow] = pick(r0[2 * ow + 1], r0[2 * ow]);
+    for (int64_t ow = 0; ow < g.out_w; ++ow) o[ow] = pick(r1[2 * ow], o[ow]);
+    for (int64_t ow = 0; ow < g.out_w; ++ow) o[ow] = pick(r1[2 * ow + 1], o[ow]);
+  }
+}
+
+// One plane of dx: dy goes to the first element of each window that matches
+// its maximum m, every other element (and rows/columns no window covers) gets 0.
+void backward_2x2(const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in) {
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    const float* r0 = in + 2 * oh * g.width;
+    const float* r1 = r0 + g.width;
+    float* d0 = d_in + 2 * oh * g.width;
+    float* d1 = d0 + g.width;
+    const float* mo = m + oh * g.out_w;
+    const float* go = d_out + oh * g.out_w;
+    for (int64_t ow = 0; ow < g.out_w; ++ow) {
+      const float mx = mo[ow], gr = go[ow];
+      const bool ma = matches(r0[2 * ow], mx);
+      const bool mb = !ma & matches(r0[2 * ow + 1], mx);
+      const bool mc = !(ma | mb) & matches(r1[2 * ow], mx);
+      const bool md = !(ma | mb | mc);
+      d0[2 * ow] = ma ? gr : 0.0f;
+      d0[2 * ow + 1] = mb ? gr : 0.0f;
+      d1[2 * ow] = mc ? gr : 0.0f;
+      d1[2 * ow + 1] = md ? gr : 0.0f;
+    }
+    for (int64_t w = 2 * g.out_w; w < g.width; ++w) d0[w] = d1[w] = 0.0f;  // odd width
+  }
+  for (int64_t h = 2 * g.out_h; h < g.height; ++h) std::fill(d_in + h * g.width, d_in + (h + 1) * g.width, 0.0f);
+}
+
 }  // namespace
 
 void MaxPool2dKernel::forward(const ForwardArgs& args) {
   const PoolGeometry g(args.node, args.inputs[0].shape[0]);
   const float* x = args.inputs[0].data;
   float* y = args.output.data;
+  if (is_2x2(g)) {
+    parallel_for(args.ctx.pool, g.planes, [&](int64_t begin, int64_t end) {
+      for (int64_t pl = begin; pl < end; ++pl) forward_2x2(g, x + pl * g.in_plane(), y + pl * g.out_plane());
+    });
+    return;
+  }
   parallel_for(args.ctx.pool, g.planes, [&](int64_t begin, int64_t end) {
     for (int64_t pl = begin; pl < end; ++pl)
       for (int64_t oh = 0; oh < g.out_h; ++oh)
@@ -117,6 +178,13 @@ void MaxPool2dKernel::backward(const BackwardArgs& args) {
   const float* dy = args.d_output.data;
   const float* y = args.output.data;  // optional: recomputed when null
   assert(x != nullptr && "max_pool2d keeps its input for backward");
+  if (is_2x2(g) && y != nullptr) {
+    parallel_for(args.ctx.pool, g.planes, [&](int64_t begin, int64_t end) {
+      for (int64_t pl = begin; pl < end; ++pl)
+        backward_2x2(g, x + pl * g.in_plane(), y + pl * g.out_plane(), dy + pl * g.out_plane(), dx + pl * g.in_plane());
+    });
+    return;
+  }
   parallel_for(args.ctx.pool, g.planes, [&](int64_t begin, int64_t end) {
     for (int64_t pl = begin; pl < end; ++pl) {
       const float* in = x + pl * g.in_plane();

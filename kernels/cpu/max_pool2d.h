@@ -14,6 +14,9 @@ namespace devmap::cpu {
 // overlapping windows add in output order. The forward output, when the
 // executor passes it (BackwardArgs.output non-null), saves recomputing the
 // window maxima; the result is the same bits either way.
+// kernel 2, stride 2, padding 0 (non-overlapping windows) has its own loops:
+// one pass per plane forward, and backward (when the output is passed) one
+// write of every dx element, with the same results as the general code.
 class MaxPool2dKernel final : public OpKernel {
  public:
   void forward(const ForwardArgs& args) override;

@@ -24,10 +24,13 @@ struct BadCase {
 };
 
 // Names the case in gtest's failure output.
-void PrintTo(const BadCase& c, std::ostream* out) { *out << c.name; }
+void PrintTo(const BadCase& c, std::ostream* out) {
+  *out << c.name;
+}
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
   return s;
 }
 

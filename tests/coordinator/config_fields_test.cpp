@@ -136,8 +136,9 @@ TEST(ConfigFields, PredictNeedsNoLossButTrainDoes) {
       "    - {name: fc, op: dense, inputs: [image], units: 2}\n"
       "    - {name: pred, op: argmax, inputs: [fc]}\n";
   EXPECT_NO_THROW(load_config_text("job: predict\n" + ops, "p.yaml"));
-  EXPECT_EQ(error_of([&] { load_config_text("job: train\n" + ops, "p.yaml"); }),
-            "p.yaml:4:5: job is train, but the model has no labels op: add e.g. {name: label, op: labels, classes: 10}");
+  EXPECT_EQ(
+      error_of([&] { load_config_text("job: train\n" + ops, "p.yaml"); }),
+      "p.yaml:4:5: job is train, but the model has no labels op: add e.g. {name: label, op: labels, classes: 10}");
 }
 
 TEST(ConfigFields, ReportsOneMessagePerMistake) {
@@ -146,7 +147,8 @@ TEST(ConfigFields, ReportsOneMessagePerMistake) {
             "c.yaml:8:18: train.shuffle must be true or false, got 'maybe'");
   EXPECT_EQ(err(kMinimalModel + "train: {seed: -1}\n"), "c.yaml:8:15: train.seed must be >= 0, got -1");
   EXPECT_EQ(err(kMinimalModel + "train: {epochs: 1.5}\n"), "c.yaml:8:17: train.epochs must be an integer, got '1.5'");
-  EXPECT_EQ(err(kMinimalModel + "train:\n  epochs:\n"), "c.yaml:9:3: train.epochs must be an integer, got an empty value");
+  EXPECT_EQ(err(kMinimalModel + "train:\n  epochs:\n"),
+            "c.yaml:9:3: train.epochs must be an integer, got an empty value");
   EXPECT_EQ(err(kMinimalModel + "train: 5\n"), "c.yaml:8:8: train must be a mapping, got '5'");
   EXPECT_EQ(err(kMinimalModel + "data: {train_limit: -1}\n"), "c.yaml:8:21: data.train_limit must be >= 0, got -1");
   EXPECT_EQ(err(kMinimalModel + "data: {train_images: ''}\n"),
@@ -180,8 +182,9 @@ TEST(ConfigFields, ReportsOneMessagePerMistake) {
   EXPECT_EQ(err("model: {ops: [{name: x, op: flatten}]}\n"), "c.yaml:1:15: op 'x' (flatten) takes 1 input, got 0");
   EXPECT_EQ(err("model: {ops: [{name: x, op: relu, inputs: x}]}\n"),
             "c.yaml:1:43: op 'x' (relu) inputs must be a list of op names such as [conv1], got 'x'");
-  EXPECT_EQ(err("model: {ops: [{name: x, op: input, shape: [1]}, {name: y, op: relu, inputs: [x]}]}\n"),
-            "c.yaml:1:14: job is train, but the model has no labels op: add e.g. {name: label, op: labels, classes: 10}");
+  EXPECT_EQ(
+      err("model: {ops: [{name: x, op: input, shape: [1]}, {name: y, op: relu, inputs: [x]}]}\n"),
+      "c.yaml:1:14: job is train, but the model has no labels op: add e.g. {name: label, op: labels, classes: 10}");
 }
 
 }  // namespace

@@ -16,7 +16,9 @@ const std::string kBase = kMinimalModel +
                           "devices:\n"
                           "  cpu:0: {threads: 2}\n";
 
-Config load(const std::vector<std::string>& overrides) { return load_config_text(kBase, "o.yaml", overrides); }
+Config load(const std::vector<std::string>& overrides) {
+  return load_config_text(kBase, "o.yaml", overrides);
+}
 std::string err(const std::vector<std::string>& overrides) {
   return error_of([&] { load(overrides); });
 }
@@ -32,7 +34,9 @@ TEST(Overrides, SetValuesAtEveryLevel) {
   EXPECT_EQ(c.job, "predict");
 }
 
-TEST(Overrides, LaterOverridesWin) { EXPECT_EQ(load({"train.epochs=5", "train.epochs=7"}).train.epochs, 7); }
+TEST(Overrides, LaterOverridesWin) {
+  EXPECT_EQ(load({"train.epochs=5", "train.epochs=7"}).train.epochs, 7);
+}
 
 TEST(Overrides, ValuesAreYaml) {
   const Config c = load({"model.ops.image.shape=[1, 2, 8]"});
@@ -68,7 +72,8 @@ TEST(Overrides, ResolvedYamlHoldsTheOverrides) {
 
 TEST(Overrides, UnknownPathsNameTheValidKeys) {
   EXPECT_EQ(err({"train.epoch=1"}), "--set train.epoch=1: unknown key 'epoch' in train (did you mean 'epochs'?)");
-  EXPECT_EQ(err({"trian.epochs=1"}), "--set trian.epochs=1: unknown key 'trian' at the top level (did you mean 'train'?)");
+  EXPECT_EQ(err({"trian.epochs=1"}),
+            "--set trian.epochs=1: unknown key 'trian' at the top level (did you mean 'train'?)");
   EXPECT_EQ(err({"train.optimizer.lr=1"}),
             "--set train.optimizer.lr=1: unknown key 'lr' in train.optimizer (valid: type, learning_rate, momentum, "
             "weight_decay, beta1, beta2, epsilon)");
@@ -81,19 +86,23 @@ TEST(Overrides, UnknownPathsNameTheValidKeys) {
             "loss)");
   EXPECT_EQ(err({"model.ops.logits.unit=16"}),
             "--set model.ops.logits.unit=16: unknown key 'unit' in op 'logits' (dense) (did you mean 'units'?)");
-  EXPECT_EQ(err({"model.ops.logits=16"}), "--set model.ops.logits=16: name one of the op's keys: model.ops.logits.KEY=VALUE");
-  EXPECT_EQ(err({"train.epochs.x=1"}), "--set train.epochs.x=1: train.epochs is a single value, not a mapping with keys");
+  EXPECT_EQ(err({"model.ops.logits=16"}),
+            "--set model.ops.logits=16: name one of the op's keys: model.ops.logits.KEY=VALUE");
+  EXPECT_EQ(err({"train.epochs.x=1"}),
+            "--set train.epochs.x=1: train.epochs is a single value, not a mapping with keys");
   EXPECT_EQ(err({"train.epochs"}), "--set train.epochs: expected KEY=VALUE, e.g. train.epochs=1");
   EXPECT_EQ(err({"train..epochs=1"}),
             "--set train..epochs=1: the key 'train..epochs' has an empty part (keys are joined by single dots)");
-  EXPECT_EQ(err({"train.epochs=[1"}), "--set train.epochs=[1: cannot read the value as YAML: end of sequence flow not found");
+  EXPECT_EQ(err({"train.epochs=[1"}),
+            "--set train.epochs=[1: cannot read the value as YAML: end of sequence flow not found");
 }
 
 TEST(Overrides, BadValuesAreReportedAgainstTheOverride) {
   EXPECT_EQ(err({"train.epochs=x"}), "--set train.epochs=x: train.epochs must be an integer, got 'x'");
   EXPECT_EQ(err({"train.epochs=0"}), "--set train.epochs=0: train.epochs must be >= 1, got 0");
   EXPECT_EQ(err({"train.epochs="}), "--set train.epochs=: train.epochs must be an integer, got an empty value");
-  EXPECT_EQ(err({"train.batch_size=[1, 2]"}), "--set train.batch_size=[1, 2]: train.batch_size must be an integer, got a list");
+  EXPECT_EQ(err({"train.batch_size=[1, 2]"}),
+            "--set train.batch_size=[1, 2]: train.batch_size must be an integer, got a list");
   EXPECT_EQ(err({"model.ops.logits.units=0"}),
             "--set model.ops.logits.units=0: op 'logits' (dense) attribute 'units' must be >= 1, got 0");
   EXPECT_EQ(err({"model.ops.image.shape=[1, x]"}),

@@ -1,8 +1,9 @@
 // memory_limit sizes: bytes or a number with a binary unit.
+#include "coordinator/config_size.h"
+
 #include <gtest/gtest.h>
 
 #include "coordinator/config.h"
-#include "coordinator/config_size.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {
@@ -22,14 +23,15 @@ TEST(ByteSize, ParsesBytesAndBinaryUnits) {
 }
 
 TEST(ByteSize, RejectsEverythingElse) {
-  for (const char* bad : {"", "12 MB", "12MB", "12GB", "12mib", "MiB", "-1", "-1MiB", "1e6", ".5GiB", "5.GiB",
-                          " 5", "5 ", "0x10", "1,000", "4194305TiB", "99999999999999999999"})
+  for (const char* bad : {"", "12 MB", "12MB", "12GB", "12mib", "MiB", "-1", "-1MiB", "1e6", ".5GiB", "5.GiB", " 5",
+                          "5 ", "0x10", "1,000", "4194305TiB", "99999999999999999999"})
     EXPECT_FALSE(parse_byte_size(bad).has_value()) << "'" << bad << "'";
 }
 
 TEST(ByteSize, MemoryLimitInAConfig) {
   auto limit = [](const std::string& value) {
-    const Config c = load_config_text(test::kMinimalModel + "devices: {cpu:0: {memory_limit: " + value + "}}\n", "m.yaml");
+    const Config c =
+        load_config_text(test::kMinimalModel + "devices: {cpu:0: {memory_limit: " + value + "}}\n", "m.yaml");
     return c.devices[0].memory_limit;
   };
   EXPECT_EQ(limit("64MiB"), 64 << 20);

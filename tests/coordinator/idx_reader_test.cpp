@@ -103,8 +103,9 @@ TEST(IdxReader, MissingFile) {
 TEST(IdxReader, WrongMagic) {
   test::TempDir dir;
   const std::string labels = dir.write("lab", label_file(3));
-  EXPECT_EQ(error_of([&] { load_idx_images(labels); }),
-            "'" + labels + "' is not an IDX image file: its magic number is 0x00000801 (a label file), expected 0x00000803");
+  EXPECT_EQ(
+      error_of([&] { load_idx_images(labels); }),
+      "'" + labels + "' is not an IDX image file: its magic number is 0x00000801 (a label file), expected 0x00000803");
   const std::string text = dir.write("txt", "hello world\n");
   EXPECT_EQ(error_of([&] { load_idx_labels(text); }),
             "'" + text + "' is not an IDX label file: its magic number is 0x68656c6c, expected 0x00000801");
@@ -113,17 +114,20 @@ TEST(IdxReader, WrongMagic) {
 TEST(IdxReader, TruncatedFiles) {
   test::TempDir dir;
   const std::string header = dir.write("h", be32(0x803) + be32(2));
-  EXPECT_EQ(error_of([&] { load_idx_images(header); }), "'" + header + "' is truncated: it ends inside the header (rows)");
+  EXPECT_EQ(error_of([&] { load_idx_images(header); }),
+            "'" + header + "' is truncated: it ends inside the header (rows)");
   std::string short_images = image_file(4, 3, 3);
   short_images.resize(short_images.size() - 5);
   const std::string plain = dir.write("img", short_images);
   EXPECT_EQ(error_of([&] { load_idx_images(plain); }),
-            "'" + plain + "' is truncated: the header announces 4 images of 3x3 (36 bytes after the header) but only 31 "
-            "bytes follow");
+            "'" + plain +
+                "' is truncated: the header announces 4 images of 3x3 (36 bytes after the header) but only 31 "
+                "bytes follow");
   const std::string gz = write_gz(dir.file("img.gz"), short_images);
   EXPECT_EQ(error_of([&] { load_idx_images(gz); }),
-            "'" + gz + "' is truncated: the header announces 4 images of 3x3 (36 bytes after the header) but only 31 "
-            "bytes follow");
+            "'" + gz +
+                "' is truncated: the header announces 4 images of 3x3 (36 bytes after the header) but only 31 "
+                "bytes follow");
   // A gzip stream cut short.
   std::string bytes;
   {
@@ -140,8 +144,9 @@ TEST(IdxReader, CountsThatDisagreeWithTheData) {
   test::TempDir dir;
   const std::string extra = dir.write("img", image_file(2, 2, 2, 3));
   EXPECT_EQ(error_of([&] { load_idx_images(extra); }),
-            "'" + extra + "' holds 3 bytes more than the header announces (2 images of 2x2): the count in its header is "
-            "wrong");
+            "'" + extra +
+                "' holds 3 bytes more than the header announces (2 images of 2x2): the count in its header is "
+                "wrong");
   EXPECT_EQ(load_idx_images(extra, 1).count, 1);  // a prefix does not look at the end
   const std::string huge = dir.write("huge", be32(0x803) + be32(1) + be32(100000) + be32(100000));
   EXPECT_EQ(error_of([&] { load_idx_images(huge); }),

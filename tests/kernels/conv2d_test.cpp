@@ -114,20 +114,28 @@ TEST(Conv2d, FlippedGradientsFailTheCheck) {
 
 TEST(Conv2d, WorkspaceContract) {
   const Node node = make_node("conv2d", "c", {{3, 10, 10}}, {{"filters", int64_t{8}}, {"kernel", int64_t{3}}});
-  const size_t per_sample = (3 * 3 * 3 + 8) * 8 * 8 * sizeof(float);
-  Conv2dKernel unbounded;
-  EXPECT_EQ(unbounded.workspace_bytes(node, 1), per_sample);
-  EXPECT_EQ(unbounded.workspace_bytes(node, 64), 64 * per_sample);
-  EXPECT_EQ(unbounded.chunk_samples(node, 64), 64);
-
-  Conv2dKernel capped(3 * per_sample + 1);  // room for 3 samples
-  EXPECT_EQ(capped.chunk_samples(node, 2), 2);
-  EXPECT_EQ(capped.chunk_samples(node, 10), 3);
-  EXPECT_EQ(capped.workspace_bytes(node, 10), 3 * per_sample);
-  Conv2dKernel tiny(16);  // less than one sample: one sample at a time
-  EXPECT_EQ(tiny.workspace_bytes(node, 10), per_sample);
+  // A sample's im2col matrix is 27 x 64 floats, so a group holds many samples.
+  const int64_t group = Conv2dKernel::group_samples(node);
+  EXPECT_EQ(group, static_cast<int64_t>(Conv2dKernel::kGroupColsBytes / (27 * 64 * sizeof(float))));
+  const size_t lane = ((27 + 8) * group * 64 + 8 * 27) * sizeof(float);  // cols, block, dW partial
+  EXPECT_EQ(Conv2dKernel::lane_bytes(node), lane);
+  Conv2dKernel eight;
+  EXPECT_EQ(eight.lanes(1), 1);
+  EXPECT_EQ(eight.lanes(5), 5);
+  EXPECT_EQ(eight.lanes(64), 8);
+  EXPECT_EQ(eight.workspace_bytes(node, 1), lane);
+  EXPECT_EQ(eight.workspace_bytes(node, 64), 8 * lane);
+  EXPECT_EQ(eight.workspace_bytes(node, 100000), 8 * lane);  // bounded for any batch
+  Conv2dKernel one(1);
+  EXPECT_EQ(one.workspace_bytes(node, 64), lane);
   // Monotone in the batch, so the workspace for the largest micro-batch fits the rest.
-  for (int64_t b = 1; b < 10; ++b) EXPECT_LE(capped.workspace_bytes(node, b), capped.workspace_bytes(node, b + 1));
+  for (int64_t b = 1; b < 20; ++b) EXPECT_LE(eight.workspace_bytes(node, b), eight.workspace_bytes(node, b + 1));
+
+  // A large convolution works one sample at a time and needs no block.
+  const Node big = make_node("conv2d", "c", {{32, 14, 14}},
+                             {{"filters", int64_t{64}}, {"kernel", int64_t{5}}, {"padding", int64_t{2}}});
+  EXPECT_EQ(Conv2dKernel::group_samples(big), 1);
+  EXPECT_EQ(Conv2dKernel::lane_bytes(big), (800 * 196 + 64 * 800) * sizeof(float));
 }
 
 TEST(Conv2d, TooSmallWorkspaceThrows) {
@@ -136,31 +144,40 @@ TEST(Conv2d, TooSmallWorkspaceThrows) {
   EXPECT_THROW(h.forward(), Error);
 }
 
-// Processing the batch in chunks (a capped workspace) gives the same result
-// as one chunk, up to the GEMM's rounding, and correct gradients.
-TEST(Conv2d, ChunkedBatchMatchesWholeBatch) {
-  const Node node =
-      make_node("conv2d", "c", {{2, 6, 6}}, {{"filters", int64_t{3}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}});
-  const size_t per_sample = (2 * 9 + 3) * 36 * sizeof(float);
-  OpHarness whole(node, 5);
-  OpHarness chunked(node, 5, 1, std::make_unique<Conv2dKernel>(2 * per_sample));  // chunks of 2, 2, 1
-  EXPECT_EQ(static_cast<Conv2dKernel&>(*chunked.kernel).chunk_samples(node, 5), 2);
+// Splitting the batch into lanes (whose dW partials are then added) gives
+// the same result as one lane, up to rounding, and correct gradients; with
+// groups of several samples and with single-sample groups.
+void expect_lanes_match_one_lane(const Node& node, int64_t batch) {
+  OpHarness whole(node, batch, 1, std::make_unique<Conv2dKernel>(1));
+  OpHarness split(node, batch, 2, std::make_unique<Conv2dKernel>(3));  // lanes of 2, 2, 1 samples for batch 5
   randomize(whole, 5);
-  randomize(chunked, 5);
+  randomize(split, 5);
   fill_uniform(span_of(whole.d_output), 6, -1, 1);
-  fill_uniform(span_of(chunked.d_output), 6, -1, 1);
+  fill_uniform(span_of(split.d_output), 6, -1, 1);
   whole.forward();
-  chunked.forward();
+  split.forward();
   whole.backward();
-  chunked.backward();
+  split.backward();
   auto expect_near = [](const Buffer& a, const Buffer& b, const char* what) {
     for (int64_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a.data()[i], b.data()[i], 1e-5) << what << " " << i;
   };
-  expect_near(whole.output, chunked.output, "y");
-  expect_near(whole.d_inputs[0], chunked.d_inputs[0], "dx");
-  expect_near(whole.d_params[0], chunked.d_params[0], "dW");
-  expect_near(whole.d_params[1], chunked.d_params[1], "db");
-  expect_gradients(chunked, 15);
+  expect_near(whole.output, split.output, "y");
+  expect_near(whole.d_inputs[0], split.d_inputs[0], "dx");
+  expect_near(whole.d_params[0], split.d_params[0], "dW");
+  expect_near(whole.d_params[1], split.d_params[1], "db");
+  expect_gradients(split, 15);
+}
+
+TEST(Conv2d, LanesMatchOneLane) {
+  const Node small =
+      make_node("conv2d", "c", {{2, 6, 6}}, {{"filters", int64_t{3}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}});
+  ASSERT_GT(Conv2dKernel::group_samples(small), 1);
+  expect_lanes_match_one_lane(small, 5);
+  // Over 64 KiB of im2col per sample: one-sample groups (GEMMs straight into y, dy used in place).
+  const Node large = make_node("conv2d", "c", {{8, 12, 12}},
+                               {{"filters", int64_t{2}}, {"kernel", int64_t{5}}, {"padding", int64_t{2}}});
+  ASSERT_EQ(Conv2dKernel::group_samples(large), 1);
+  expect_lanes_match_one_lane(large, 3);
 }
 
 TEST(Conv2d, AccumulateAddsParamGradients) {

@@ -45,7 +45,7 @@ TEST(CpuKernelFactory, UnknownOpNamesTheKnownOnes) {
   const std::string msg = invalid_input_message("conv3x");
   EXPECT_EQ(
       msg,
-      "no cpu kernel for op 'conv3x' (known: accuracy, argmax, conv2d, dense, dropout, flatten, max_pool2d, relu, "
+      "no cpu kernel for op 'conv3x' (known: accuracy, add, argmax, conv2d, dense, dropout, flatten, max_pool2d, relu, "
       "reshape, softmax_cross_entropy)");
 }
 

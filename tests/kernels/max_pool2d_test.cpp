@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -87,6 +88,22 @@ TEST(MaxPool2d, NanPropagates) {
   EXPECT_TRUE(std::isnan(h.output.data()[0]));
 }
 
+// The first maximum in row-major window order decides the output's bits:
+// which zero of a +-0 tie, which NaN of several.
+TEST(MaxPool2d, Kernel2FirstMaximumBits) {
+  OpHarness h(pool_node({1, 2, 6}, 2, 0, 0), 1);
+  const float nan_a = std::bit_cast<float>(0x7fc00001u), nan_b = std::bit_cast<float>(0x7fc00002u);
+  set(h.inputs[0], {-0.0f, 0.0f, 1, nan_a, 0.0f, -0.0f,  //
+                    0.0f, -0.0f, nan_b, 2, -0.0f, -0.0f});
+  h.forward();
+  EXPECT_EQ(std::bit_cast<uint32_t>(h.output.data()[0]), std::bit_cast<uint32_t>(-0.0f));
+  EXPECT_EQ(std::bit_cast<uint32_t>(h.output.data()[1]), 0x7fc00001u);
+  EXPECT_EQ(std::bit_cast<uint32_t>(h.output.data()[2]), std::bit_cast<uint32_t>(0.0f));
+  set(h.d_output, {1, 2, 3});
+  h.backward();
+  EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{1, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0}));
+}
+
 TEST(MaxPool2d, GradientsKernel2) {
   OpHarness h(pool_node({3, 6, 6}, 2, 0, 0), 2);
   fill_distinct(h.inputs[0], 1);
@@ -105,12 +122,14 @@ TEST(MaxPool2d, GradientsOverlappingWindows) {
   expect_gradients(h, 23);
 }
 
-// The schema does not keep the output, but when an executor passes it,
-// backward uses it instead of recomputing the maxima: same bits.
+// Backward uses the forward output when the executor passes it (the schema
+// keeps it), and recomputes the maxima otherwise: same bits. The 2x2
+// stride-2 node takes the dedicated non-overlapping path with the output.
 TEST(MaxPool2d, BackwardWithOrWithoutTheOutputAgrees) {
   for (const Node& node :
        {pool_node({3, 9, 8}, 3, 2, 1), pool_node({2, 6, 6}, 2, 1, 0), pool_node({2, 6, 7}, 2, 0, 0)}) {
     OpHarness a(node, 2), b(node, 2);
+    a.pass_output_to_backward = false;
     b.pass_output_to_backward = true;
     for (OpHarness* h : {&a, &b}) {
       fill_uniform(span_of(h->inputs[0]), 1, -1, 1);
