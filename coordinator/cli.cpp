@@ -27,6 +27,9 @@ Options:
   --log-placement   print the device of every op, then every tensor that
                     crosses devices with its shape and bytes per step, and
                     the bytes per step between each pair of devices
+  --profile         time every op in the workers: per op and direction,
+                    calls, total ms and GFLOP/s, printed at the end and
+                    written to the metrics as "profile" lines
   --worker-dir DIR  where worker_cpu lives (default: beside coordinator, or
                     $DEVMAP_WORKER_DIR)
   --version         print the version and exit
@@ -75,6 +78,8 @@ CommandLine parse_command_line(int argc, char** argv) {
       cl.run.param_stats = true;
     else if (arg == "--log-placement")
       cl.run.log_placement = true;
+    else if (arg == "--profile")
+      cl.run.profile = true;
     else if (arg == "--worker-dir")
       cl.run.worker_dir = value();
     else if (arg.size() > 1 && arg[0] == '-')

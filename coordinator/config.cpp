@@ -10,11 +10,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "coordinator/config_device_map.h"
+#include "coordinator/config_devices.h"
 #include "coordinator/config_keys.h"
 #include "coordinator/config_model.h"
 #include "coordinator/config_names.h"
 #include "coordinator/config_overrides.h"
-#include "coordinator/config_size.h"
+#include "coordinator/config_placement.h"
 #include "coordinator/yaml_document.h"
 #include "coordinator/yaml_map.h"
 #include "coordinator/yaml_scalar.h"
@@ -87,54 +89,6 @@ TrainConfig read_train(const YamlSource& src, const YAML::Node& node) {
   return train;
 }
 
-DeviceSpec read_device(const YamlSource& src, const YAML::Node& key, const YAML::Node& value) {
-  DeviceSpec spec;
-  spec.name = key.Scalar();
-  auto parsed = parse_device_name(spec.name);
-  if (!parsed) src.fail(key, "devices: " + bad_device_name_message(spec.name));
-  spec.kind = parsed->kind;
-  spec.index = parsed->index;
-  spec.loc = src.loc(key);
-  MapReader map(src, value, section("devices." + spec.name), config_keys::kDevice);
-  spec.threads = static_cast<int>(map.get_int("threads", 1, 1, 1024));
-  if (map.has("memory_limit")) {
-    const YAML::Node& limit = map.value("memory_limit");
-    if (auto negative = scalar_int(limit); negative && *negative < 0)
-      map.fail_value("memory_limit", "must be >= 0, got " + std::to_string(*negative));
-    auto bytes = limit.IsScalar() ? parse_byte_size(limit.Scalar()) : std::nullopt;
-    if (!bytes)
-      map.fail_value("memory_limit", "must be a number of bytes or a size such as 64MiB or 1.5GiB, got " +
-                                         describe_node(limit) + " (units: " + kByteSizeUnits + ")");
-    spec.memory_limit = *bytes;
-  }
-  return spec;
-}
-
-// `anchor` is where to point when `node` is not a mapping of devices.
-std::vector<DeviceSpec> read_devices(const YamlSource& src, const YAML::Node& node, const YAML::Node& anchor) {
-  if (!node.IsMap() || node.size() == 0)
-    src.fail(anchor, std::string("devices must ") +
-                         (node.IsMap() || node.IsNull() ? "declare at least one device"
-                                                        : "be a mapping of device names, got " + describe_node(node)) +
-                         ", e.g. devices: {cpu:0: {threads: 2}}");
-  std::vector<DeviceSpec> devices;
-  for (const auto& kv : node) devices.push_back(read_device(src, kv.first, kv.second));
-  return devices;
-}
-
-std::string read_default_device(const YamlSource& src, const YAML::Node& node, const std::vector<DeviceSpec>& devices) {
-  MapReader map(src, node, section("device_map"), config_keys::kDeviceMap);
-  if (!map.has("default")) return devices.front().name;
-  std::string name = map.get_string("default", "");
-  if (!parse_device_name(name)) src.fail(map.anchor("default"), "device_map.default: " + bad_device_name_message(name));
-  std::vector<std::string> declared;
-  for (const DeviceSpec& d : devices) declared.push_back(d.name);
-  if (std::find(declared.begin(), declared.end(), name) == declared.end())
-    map.fail_value("default",
-                   "is '" + name + "', which is not declared in devices (declared: " + join_names(declared) + ")");
-  return name;
-}
-
 std::string emit(const YAML::Node& root) {
   YAML::Emitter out;
   out << root;
@@ -158,6 +112,7 @@ Config load_tree(YAML::Node root, const std::string& name, const std::vector<std
     src.fail(root, "the config must be a mapping with keys such as job, model and train, got " + describe_node(root));
   check_yaml_tree(root, src);
   apply_overrides(root, overrides, src);
+  if (!overrides.empty()) check_yaml_tree(root, src);  // bounds what the overrides added, too
 
   Config config;
   config.path = name;
@@ -171,11 +126,16 @@ Config load_tree(YAML::Node root, const std::string& name, const std::vector<std
     cpu.name = "cpu:0";
     config.devices.push_back(cpu);
   }
-  config.default_device = top.has("device_map") ? read_default_device(src, top.value("device_map"), config.devices)
-                                                : config.devices.front().name;
+  const DeviceMapSection device_map =
+      read_device_map(src, top.has("device_map") ? top.value("device_map") : YAML::Node(), config.devices);
+  config.default_device = device_map.default_device;
+  for (const PlaceEntry& entry : device_map.place) config.place.push_back(entry.rule);
   config.data = read_data(src, top.has("data") ? top.value("data") : YAML::Node());
   config.train = read_train(src, top.has("train") ? top.value("train") : YAML::Node());
-  config.graph = build_model_graph(top.value("model"), src, config.job, config.devices, config.default_device);
+  ModelGraph model = build_model_graph(top.value("model"), src, config.job, config.devices);
+  check_place_matches(device_map.place, model.graph, model.groups, src);
+  config.placement_reason = place_ops(model.graph, model.requests, device_map.place, config.default_device);
+  config.graph = std::move(model.graph);
   config.resolved_yaml = emit(root);
   return config;
 }

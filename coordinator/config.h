@@ -21,7 +21,19 @@ struct DeviceSpec {
   int index = 0;
   int threads = 1;           // threads of this device's worker (its pool and OpenBLAS)
   int64_t memory_limit = 0;  // bytes; 0 = no limit
+  // CPU core ids the device's worker is pinned to: distinct, each in
+  // [0, 1024), in the order written. Empty = not pinned.
+  std::vector<int> affinity;
   SourceLoc loc;
+};
+
+// One entry of device_map.place: ops whose name matches `pattern` (a glob,
+// see config_glob.h) run on `device`. Entries keep file order; an entry
+// added by --set comes last.
+struct PlaceRule {
+  std::string pattern;  // "fc*", "logits"
+  std::string device;   // a declared device
+  SourceLoc loc;        // of the pattern; file "--set KEY=VALUE" when set there
 };
 
 struct DataConfig {
@@ -49,7 +61,16 @@ struct Config {
   DataConfig data;
   TrainConfig train;
   std::vector<DeviceSpec> devices;  // declared devices, in file order
-  std::string default_device;
+  std::string default_device;       // device_map.default, resolved (never empty)
+  std::vector<PlaceRule> place;     // device_map.place, in order; each matches at least one op
+
+  // Why each op runs where it does, parallel to graph.nodes(): the rule of
+  // the precedence in docs/CONFIG.md that placed it, one of
+  //   "device_map.place 'fc*' (cfg.yaml:40:7)"   (or "(--set KEY=VALUE)")
+  //   "op's device"
+  //   "group 'features'"
+  //   "device_map.default"
+  std::vector<std::string> placement_reason;
 
   // The YAML after overrides, as text: written beside each run's metrics.
   std::string resolved_yaml;

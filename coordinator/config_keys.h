@@ -16,10 +16,15 @@ inline const std::vector<std::string> kTrain = {"epochs", "batch_size", "eval_ba
 // Every optimizer key; each type accepts a subset (see config.cpp).
 inline const std::vector<std::string> kOptimizer = {"type",  "learning_rate", "momentum", "weight_decay",
                                                     "beta1", "beta2",         "epsilon"};
-inline const std::vector<std::string> kDevice = {"threads", "memory_limit"};
-inline const std::vector<std::string> kDeviceMap = {"default"};
+inline const std::vector<std::string> kDevice = {"threads", "memory_limit", "affinity"};
+// device_map.place is a mapping from op-name patterns to devices: its keys
+// are the user's, not from a list.
+inline const std::vector<std::string> kDeviceMap = {"default", "place"};
 // An op's own keys; all others are the op's attributes.
 inline const std::vector<std::string> kOp = {"name", "op", "inputs", "device"};
+// A group's keys: an entry of model.ops (or of a group's ops) with a
+// `group` key is a group, holding ops and further groups.
+inline const std::vector<std::string> kGroup = {"group", "device", "ops"};
 
 inline const std::vector<std::string> kJobs = {"train", "predict"};
 inline const std::vector<std::string> kOptimizerTypes = {"sgd", "momentum", "adam"};

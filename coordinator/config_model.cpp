@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "coordinator/config_devices.h"
+#include "coordinator/config_groups.h"
 #include "coordinator/config_keys.h"
 #include "coordinator/config_names.h"
 #include "coordinator/yaml_map.h"
@@ -10,28 +12,24 @@
 namespace devmap {
 namespace {
 
-std::string declared_list(const std::vector<DeviceSpec>& devices) {
-  std::vector<std::string> names;
-  for (const DeviceSpec& d : devices) names.push_back(d.name);
-  return join_names(names);
-}
-
 constexpr size_t kMaxOpNameLength = 100;
 
 std::string plural_inputs(int n) {
   return std::to_string(n) + (n == 1 ? " input" : " inputs");
 }
 
-// Reads one entry of model.ops; `all_names` maps every op name in the list
-// to its line, for "defined after it" messages.
+// Reads one op entry of model.ops; `all_names` maps every op name in the
+// model to its line, for "defined after it" messages.
 class OpBuilder {
  public:
   OpBuilder(const YamlSource& src, const Graph& graph, const std::map<std::string, int>& all_names,
-            const std::vector<DeviceSpec>& devices, const std::string& default_device)
-      : src_(src), graph_(graph), all_names_(all_names), devices_(devices), default_device_(default_device) {}
+            const std::vector<DeviceSpec>& devices)
+      : src_(src), graph_(graph), all_names_(all_names), devices_(devices) {}
 
-  Node build(const YAML::Node& item, size_t index) {
-    const std::string entry = "model.ops entry " + std::to_string(index + 1);
+  // The op, and the device it names itself ("" when none) in `own_device`.
+  Node build(const OpEntry& op, std::string& own_device) {
+    const YAML::Node& item = op.item;
+    const std::string& entry = op.label;
     if (!item.IsMap())
       src_.fail(item, entry + " must be a mapping such as {name: relu1, op: relu, inputs: [conv1]}, got " +
                           describe_node(item));
@@ -46,7 +44,11 @@ class OpBuilder {
     MapReader map(src_, item, {who, "in " + who, who + " attribute '", "'"}, valid);
     for (const AttrSpec& spec : node.schema->attrs) node.attrs.set(spec.name, read_attr(map, item, spec, who));
     node.inputs = read_inputs(map, item, node, who);
-    node.device = read_device(map, node.name);
+    own_device = map.has("device") ? read_declared_device(src_, map.value("device"), map.anchor("device"),
+                                                          {"op '" + node.name + "' device", "op '" + node.name + "'",
+                                                           "is placed on"},
+                                                          devices_)
+                                   : "";
     return node;
   }
 
@@ -147,25 +149,10 @@ class OpBuilder {
                            ")");
   }
 
-  std::string read_device(const MapReader& map, const std::string& op_name) const {
-    if (!map.has("device")) return default_device_;
-    auto device = scalar_string(map.value("device"));
-    const YAML::Node& at = map.anchor("device");
-    if (!device)
-      src_.fail(at, "op '" + op_name + "' device must be a device name such as cpu:0, got " +
-                        describe_node(map.value("device")));
-    if (!parse_device_name(*device)) src_.fail(at, "op '" + op_name + "': " + bad_device_name_message(*device));
-    for (const DeviceSpec& d : devices_)
-      if (d.name == *device) return *device;
-    src_.fail(at, "op '" + op_name + "' is placed on '" + *device +
-                      "', which is not declared in devices (declared: " + declared_list(devices_) + ")");
-  }
-
   const YamlSource& src_;
   const Graph& graph_;
   const std::map<std::string, int>& all_names_;
   const std::vector<DeviceSpec>& devices_;
-  const std::string& default_device_;
 };
 
 void require_role(const Graph& graph, OpRole role, const YamlSource& src, const YAML::Node& ops,
@@ -173,28 +160,53 @@ void require_role(const Graph& graph, OpRole role, const YamlSource& src, const 
   if (graph.find_role(role) < 0) src.fail(ops, missing_message);
 }
 
+// Every loss and metric op reads logits [K] and a labels op with K classes.
+void check_label_classes(const Graph& graph) {
+  for (OpRole role : {OpRole::kLoss, OpRole::kMetric}) {
+    for (int i : graph.find_all_role(role)) {
+      const Node& op = graph.node(i);
+      const Node& labels = graph.node(op.inputs[1]);
+      if (labels.schema->role != OpRole::kLabelInput)
+        throw_invalid(op.loc.prefix() + "op '" + op.name + "': its second input must be the labels op, got '" +
+                      labels.name + "' (" + labels.op() + ")");
+      const int64_t logits = op.input_shapes[0].numel();
+      const int64_t classes = labels.attrs.get_int("classes");
+      if (logits != classes)
+        throw_invalid(op.loc.prefix() + "op '" + op.name + "': logits have " + std::to_string(logits) +
+                      " classes but labels '" + labels.name + "' has " + std::to_string(classes));
+    }
+  }
+}
+
 }  // namespace
 
-Graph build_model_graph(const YAML::Node& model_node, const YamlSource& src, const std::string& job,
-                        const std::vector<DeviceSpec>& devices, const std::string& default_device) {
+ModelGraph build_model_graph(const YAML::Node& model_node, const YamlSource& src, const std::string& job,
+                             const std::vector<DeviceSpec>& devices) {
   MapReader model(src, model_node, {"model", "in model", "model.", ""}, config_keys::kModel);
   if (!model.has("ops")) model.fail_missing("ops");
   const YAML::Node& ops = model.value("ops");
   if (!ops.IsSequence()) model.fail_value("ops", "must be a list of ops, got " + describe_node(ops));
   if (ops.size() == 0) model.fail_value("ops", "must not be empty: list the model's ops, starting with an input op");
 
+  const FlatModel flat = flatten_model_ops(ops, src, devices);
   std::map<std::string, int> all_names;  // name -> line, first definition wins
-  for (const YAML::Node& item : ops) {
-    if (!item.IsMap()) continue;
-    const YAML::Node name = item["name"];
+  for (const OpEntry& op : flat.ops) {
+    if (!op.item.IsMap()) continue;
+    const YAML::Node name = op.item["name"];
     if (name.IsDefined() && name.IsScalar()) all_names.emplace(name.Scalar(), src.loc(name).line);
   }
 
-  Graph graph;
-  OpBuilder builder(src, graph, all_names, devices, default_device);
-  size_t index = 0;
-  for (const YAML::Node& item : ops) graph.add(builder.build(item, index++));
+  ModelGraph out;
+  out.groups = flat.groups;
+  Graph& graph = out.graph;
+  OpBuilder builder(src, graph, all_names, devices);
+  for (const OpEntry& op : flat.ops) {
+    DeviceRequest request{"", op.group, op.group_device};
+    graph.add(builder.build(op, request.own));
+    out.requests.push_back(std::move(request));
+  }
   graph.infer();
+  check_label_classes(graph);
 
   require_role(graph, OpRole::kImageInput, src, ops,
                "the model has no input op: add one first, e.g. {name: image, op: input, shape: [1, 28, 28]}");
@@ -207,7 +219,7 @@ Graph build_model_graph(const YAML::Node& model_node, const YamlSource& src, con
                  "job is train, but the model has no loss op: add e.g. "
                  "{name: loss, op: softmax_cross_entropy, inputs: [logits, label]}");
   }
-  return graph;
+  return out;
 }
 
 }  // namespace devmap

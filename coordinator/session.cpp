@@ -116,6 +116,7 @@ Session::Session(const Config& config, const RunOptions& options, bool training,
     l.plan.threads = d->threads;
     l.plan.seed = config.train.seed;
     l.plan.training = training;
+    l.plan.profile = options.profile;
     l.plan.optimizer = config.train.optimizer;
     l.plan.max_batch = max_batch;
     l.plan.graph = config.graph;
@@ -123,6 +124,10 @@ Session::Session(const Config& config, const RunOptions& options, bool training,
     l.plan.layout = layout_;
     l.plan.run_prefix = prefix;
     l.plan.run_dir = run_.directory();
+    // Workers take turns on shared cores: OpenBLAS's idle threads must sleep
+    // at once instead of spinning (its default) on the cores a peer needs.
+    if (partition_.devices.size() > 1 && !std::getenv("OPENBLAS_THREAD_TIMEOUT"))
+      l.extra_env.push_back("OPENBLAS_THREAD_TIMEOUT=4");
     launches.push_back(std::move(l));
   }
   group_ = std::make_unique<WorkerGroup>(run_, std::move(launches), [] { return interrupted(); });

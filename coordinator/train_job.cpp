@@ -14,6 +14,7 @@
 
 #include "coordinator/dataset.h"
 #include "coordinator/metrics_log.h"
+#include "coordinator/profile_report.h"
 #include "coordinator/progress_bar.h"
 #include "coordinator/session.h"
 #include "coordinator/signals.h"
@@ -265,6 +266,7 @@ int run_train(const Config& config, const RunOptions& options) {
     j.add("tensors_sent", static_cast<int64_t>(w.handoffs)).add("bytes_sent", static_cast<int64_t>(w.bytes_handed));
     metrics.write(j);
   }
+  if (options.profile) report_profile(group.workers(), std::cerr, metrics);
   JsonObject done;
   done.add("event", "done").add("steps", step).add("seconds", total).add("final_loss", static_cast<double>(last_loss));
   done.add("test_loss", last_eval.loss);

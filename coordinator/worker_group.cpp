@@ -69,7 +69,7 @@ void WorkerGroup::start(milliseconds timeout) {
     std::string name = prog.substr(prog.find_last_of('/') + 1);
     w->process = std::make_unique<WorkerProcess>(
         prog, std::vector<std::string>{"--endpoint", server_->endpoint(), "--device", w->device()},
-        name + " for " + w->device());
+        name + " for " + w->device(), w->launch.extra_env);
   }
   info_.assign(workers_.size(), WorkerInfo{});
   auto deadline = Clock::now() + timeout;
@@ -158,7 +158,13 @@ void WorkerGroup::shutdown() {
     if (!m || m->message.type != wire::MsgType::kBye) continue;
     for (size_t i = 0; i < workers_.size(); ++i)
       if (workers_[i]->device() == m->peer) {
-        auto bye = m->message.as<wire::Bye>();
+        auto bye = m->message.as<wire::Bye>(/*allow_tail=*/true);
+        wire::check_body_size(m->message, sizeof bye + bye.profile_entries * sizeof(wire::ProfileRecord), false);
+        for (uint32_t k = 0; k < bye.profile_entries; ++k) {
+          wire::ProfileRecord r;
+          std::memcpy(&r, m->message.body.data() + sizeof bye + k * sizeof r, sizeof r);
+          info_[i].profile.push_back(r);
+        }
         info_[i].vm_hwm_bytes = bye.vm_hwm_bytes;
         info_[i].transport_bytes_copied = bye.transport_bytes_copied;
         info_[i].handoffs = bye.handoffs;

@@ -21,6 +21,7 @@ namespace devmap {
 struct WorkerLaunch {
   std::string program;  // path of worker_cpu / worker_gpu
   WorkerPlan plan;
+  std::vector<std::string> extra_env;  // "NAME=value" added to the worker's environment
 };
 
 struct StepResult {
@@ -39,6 +40,7 @@ struct WorkerInfo {
   uint64_t vm_hwm_bytes = 0;
   uint64_t transport_bytes_copied = 0;
   uint64_t handoffs = 0, bytes_handed = 0;
+  std::vector<wire::ProfileRecord> profile;
 };
 
 class WorkerGroup {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cmath>
 
 #include "core/random.h"
@@ -141,6 +142,7 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
   KernelContext ctx = context(info);
   std::vector<TensorView> inputs, params;
   for (const Instr& ins : instrs) {
+    auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     // A tensor that leaves this device is written straight into a slot.
     for (int t : ins.out) {
       if (t < 0 || ins.kind == InstrKind::kRecv) continue;
@@ -182,6 +184,32 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
         bound_[static_cast<size_t>(ins.out[0])] = channel_->receive(ins.node, info.step);
         break;
     }
+    if (profiling_) record(ins, batch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+}
+
+void Executor::record(const Instr& ins, int64_t batch, double seconds) {
+  switch (ins.kind) {
+    case InstrKind::kForward: {
+      const Node& n = graph_.node(ins.node);
+      profile_.add(n.name, ProfileDirection::kForward, seconds, n.forward_flops(batch));
+      break;
+    }
+    case InstrKind::kBackward: {
+      const Node& n = graph_.node(ins.node);
+      profile_.add(n.name, ProfileDirection::kBackward, seconds, n.backward_flops(batch));
+      break;
+    }
+    case InstrKind::kSumGrads:
+      profile_.add(graph_.node(ins.node).name, ProfileDirection::kSumGrads, seconds, 0);
+      break;
+    case InstrKind::kSend:
+    case InstrKind::kRecv: {
+      const Edge& e = (*edges_)[static_cast<size_t>(ins.node)];
+      profile_.add(e.name, ins.kind == InstrKind::kSend ? ProfileDirection::kSend : ProfileDirection::kRecv, seconds,
+                   0);
+      break;
+    }
   }
 }
 
@@ -216,12 +244,16 @@ void Executor::finish_step(const StepInfo& info) {
 
 void Executor::apply_optimizer(int64_t step) {
   assert(optimizer_);
+  auto t0 = std::chrono::steady_clock::now();
   std::vector<TensorView> state;
   for (Parameter& p : params_) {
     state.clear();
     for (Buffer& s : p.state) state.push_back(s.view(p.spec.shape));
     optimizer_->update(p.value_view(), p.grad_view(), state, step, *pool_);
   }
+  if (profiling_)
+    profile_.add("optimizer", ProfileDirection::kOptimizer,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0);
 }
 
 float Executor::scalar(int node) const { return view(node, 1)[0]; }

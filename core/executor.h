@@ -13,6 +13,7 @@
 #include "core/channel.h"
 #include "core/kernel.h"
 #include "core/partition.h"
+#include "core/profile.h"
 #include "core/program.h"
 
 namespace devmap {
@@ -68,6 +69,10 @@ class Executor {
 
   // The scalar output of a loss or metric op after forward().
   float scalar(int node) const;
+  // Times every instruction from now on (--profile).
+  void enable_profile() { profiling_ = true; }
+  const Profile& profile() const { return profile_; }
+
   // Whether op `node` runs here.
   bool is_local(int node) const { return local_[static_cast<size_t>(node)]; }
   // Hands back every slot received for the step (end of the step).
@@ -85,6 +90,7 @@ class Executor {
   KernelContext context(const StepInfo& info);
   void run(const std::vector<Instr>& instrs, int64_t batch, const StepInfo& info, bool accumulate);
   void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
+  void record(const Instr& ins, int64_t batch, double seconds);
 
   const Graph& graph_;
   Program program_;
@@ -95,6 +101,8 @@ class Executor {
   const std::vector<Edge>* edges_ = nullptr;
   Channel* channel_ = nullptr;
   bool owns_loss_ = false;
+  bool profiling_ = false;
+  Profile profile_;
   uint64_t seed_;
   std::unique_ptr<ThreadPool> pool_;
   std::vector<std::unique_ptr<OpKernel>> kernels_;  // per node (null where none)

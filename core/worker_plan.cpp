@@ -53,8 +53,11 @@ std::string encode_worker_plan(const WorkerPlan& p) {
   ByteWriter w;
   w.put_string(p.device);
   w.put<int32_t>(p.threads);
+  w.put<uint32_t>(static_cast<uint32_t>(p.affinity.size()));
+  for (int c : p.affinity) w.put<int32_t>(c);
   w.put<uint64_t>(p.seed);
   w.put<uint8_t>(p.training ? 1 : 0);
+  w.put<uint8_t>(p.profile ? 1 : 0);
   w.put<int32_t>(static_cast<int32_t>(p.optimizer.kind));
   for (double d : {p.optimizer.learning_rate, p.optimizer.momentum, p.optimizer.beta1, p.optimizer.beta2,
                    p.optimizer.epsilon, p.optimizer.weight_decay})
@@ -93,8 +96,11 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
   WorkerPlan p;
   p.device = r.get_string();
   p.threads = r.get<int32_t>();
+  uint32_t ncores = r.get_count(4);
+  for (uint32_t k = 0; k < ncores; ++k) p.affinity.push_back(r.get<int32_t>());
   p.seed = r.get<uint64_t>();
   p.training = r.get<uint8_t>() != 0;
+  p.profile = r.get<uint8_t>() != 0;
   int32_t kind = r.get<int32_t>();
   if (kind < 0 || kind > 2) throw_runtime("malformed worker plan: unknown optimizer");
   p.optimizer.kind = static_cast<OptimizerConfig::Kind>(kind);

@@ -28,8 +28,10 @@ struct InputLayout {
 struct WorkerPlan {
   std::string device;  // "cpu:0"; every op's Node::device says where it runs
   int threads = 1;
+  std::vector<int> affinity;  // CPU cores the worker's threads are pinned to (empty: not pinned)
   uint64_t seed = 0;
   bool training = true;
+  bool profile = false;  // time every op (--profile)
   OptimizerConfig optimizer;
   int64_t max_batch = 1;
   Graph graph;               // ops with attrs and inputs; shapes re-inferred on decode

@@ -1,6 +1,10 @@
 #include "worker/worker_service.h"
 
+#include <sched.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
 
 #include <chrono>
 #include <cmath>
@@ -68,6 +72,20 @@ wire::Message await_message(ControlClient& client, pid_t parent) {
   }
 }
 
+// Pins every thread of this process (the pool's, OpenBLAS's, ZeroMQ's) to
+// `cores`; threads started later inherit the mask of their creator.
+void pin_threads(const std::vector<int>& cores) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cores) CPU_SET(c, &set);
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    pid_t tid = static_cast<pid_t>(std::stol(task.path().filename().string()));
+    if (::sched_setaffinity(tid, sizeof set, &set) != 0)
+      throw_runtime("cannot pin the worker to cores " + std::to_string(cores.front()) + "...: " + std::strerror(errno));
+  }
+}
+
 double l2_norm(const float* v, int64_t n) {
   double s = 0;
   for (int64_t i = 0; i < n; ++i) s += static_cast<double>(v[i]) * v[i];
@@ -97,6 +115,8 @@ class Worker {
     exec_ = std::make_unique<Executor>(plan_.graph, std::move(program), *rt.kernels, plan_.optimizer, plan_.threads,
                                        plan_.seed, &mine, &partition_.edges, channel_.get());
     exec_->reserve(plan_.max_batch);
+    if (!plan_.affinity.empty()) pin_threads(plan_.affinity);
+    if (plan_.profile) exec_->enable_profile();
     exec_->init_parameters();
     loss_node_ = plan_.graph.find_role(OpRole::kLoss);
     auto metrics = plan_.graph.find_all_role(OpRole::kMetric);
@@ -112,14 +132,27 @@ class Worker {
     return r;
   }
 
-  wire::Bye bye() const {
-    wire::Bye b{read_vm_hwm_bytes(), 0, 0, 0};
+  // BYE's body: counters, then the per-op profile when asked for.
+  std::string bye() const {
+    wire::Bye b{read_vm_hwm_bytes(), 0, 0, 0, 0, 0};
     if (channel_) {
       b.transport_bytes_copied = channel_->stats().bytes_copied;
       b.handoffs = channel_->stats().handoffs;
       b.bytes_handed = channel_->stats().bytes_handed;
     }
-    return b;
+    const auto& entries = exec_->profile().entries();
+    b.profile_entries = static_cast<uint32_t>(entries.size());
+    std::string body(reinterpret_cast<const char*>(&b), sizeof b);
+    for (const ProfileEntry& e : entries) {
+      wire::ProfileRecord r{};
+      wire::copy_name(r.name, e.name);
+      r.direction = static_cast<uint32_t>(e.direction);
+      r.calls = e.calls;
+      r.seconds = e.seconds;
+      r.flops = e.flops;
+      body.append(reinterpret_cast<const char*>(&r), sizeof r);
+    }
+    return body;
   }
 
   std::string step(const wire::Step& s) {
@@ -208,7 +241,10 @@ void serve(const Args& args, const WorkerRuntime& rt) {
           client.send(worker->step(m.as<wire::Step>()));
           break;
         case wire::MsgType::kShutdown:
-          client.send(wire::frame(wire::MsgType::kBye, worker ? worker->bye() : wire::Bye{read_vm_hwm_bytes(), 0, 0, 0}));
+          if (worker)
+            client.send(wire::frame(wire::MsgType::kBye, std::string_view(worker->bye())));
+          else
+            client.send(wire::frame(wire::MsgType::kBye, wire::Bye{read_vm_hwm_bytes(), 0, 0, 0, 0, 0}));
           return;
         case wire::MsgType::kError: throw_runtime("coordinator: " + m.body);
         default: throw_runtime(std::string("unexpected ") + wire::msg_type_name(m.type) + " message");

@@ -32,6 +32,8 @@ void im2col_plane(const ConvGeometry& g, const float* plane, float* cols, int64_
 // The adjoint of im2col_plane: overwrites `plane` ([H, W]) with the sum, for
 // each input pixel, of the column entries im2col_plane would copy it to.
 // The order of the sum is fixed (kh, kw, oh, ow ascending).
+// Both have a stride-1 path for planes that fit, with their padding, in a
+// 16 KiB stack buffer (bound-free row copies); it gives the same bits.
 void col2im_plane(const ConvGeometry& g, const float* cols, int64_t ld, float* plane);
 
 }  // namespace devmap::cpu

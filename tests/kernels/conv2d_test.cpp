@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <vector>
 
 #include "tests/kernels/test_util.h"
@@ -74,6 +76,45 @@ TEST(Conv2d, HandComputedChannelsAndBatch) {
   h.forward();
   EXPECT_EQ(to_vector(h.output),
             (std::vector<float>{6, 12, 18, 24, 20, 39, 58, 77, /* sample 1 */ 0.5f, 0.5f, 0.5f, 0.5f, 3, 3, 3, 3}));
+}
+
+// im2col_plane against its definition and col2im_plane against the adjoint
+// summed in the documented order (kh, kw, oh, ow), bit for bit: a small
+// stride-1 plane (the padded stack-buffer path), one too large for it, and
+// stride 2 (the general path).
+TEST(Conv2d, Im2colAndCol2imMatchTheDefinition) {
+  for (const auto& [size, kernel, stride, padding] :
+       std::vector<std::array<int64_t, 4>>{{9, 3, 1, 1}, {28, 5, 1, 2}, {70, 3, 1, 1}, {9, 3, 2, 1}, {8, 2, 1, 0}}) {
+    cpu::ConvGeometry g;
+    g.channels = 1;
+    g.height = size;
+    g.width = size + 1;
+    g.filters = 1;
+    g.kernel = kernel;
+    g.stride = stride;
+    g.padding = padding;
+    g.out_h = (g.height + 2 * padding - kernel) / stride + 1;
+    g.out_w = (g.width + 2 * padding - kernel) / stride + 1;
+    const int64_t kk = kernel * kernel, p = g.positions(), ld = p + 3;
+    Buffer plane(g.in_plane()), cols(kk * ld), back(g.in_plane());
+    fill_uniform(span_of(plane), 31, -1, 1);
+    fill_uniform(span_of(cols), 32, -1, 1);
+    cpu::im2col_plane(g, plane.data(), cols.data(), ld);
+    std::vector<float> sums(static_cast<size_t>(g.in_plane()), 0.0f);
+    for (int64_t kh = 0; kh < kernel; ++kh)
+      for (int64_t kw = 0; kw < kernel; ++kw)
+        for (int64_t oh = 0; oh < g.out_h; ++oh)
+          for (int64_t ow = 0; ow < g.out_w; ++ow) {
+            const int64_t ih = oh * stride - padding + kh, iw = ow * stride - padding + kw;
+            const bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
+            const float c = cols.data()[(kh * kernel + kw) * ld + oh * g.out_w + ow];
+            ASSERT_EQ(c, inside ? plane.data()[ih * g.width + iw] : 0.0f) << size << " " << kh << kw << oh << ow;
+            if (inside) sums[static_cast<size_t>(ih * g.width + iw)] += c * 0.5f + 0.25f;
+          }
+    for (int64_t i = 0; i < kk * ld; ++i) cols.data()[i] = cols.data()[i] * 0.5f + 0.25f;
+    cpu::col2im_plane(g, cols.data(), ld, back.data());
+    EXPECT_EQ(std::memcmp(back.data(), sums.data(), sums.size() * sizeof(float)), 0) << size;
+  }
 }
 
 TEST(Conv2d, GradientsStride1) {

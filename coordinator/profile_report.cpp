@@ -1,0 +1,38 @@
+#include "coordinator/profile_report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/profile.h"
+
+namespace devmap {
+
+void report_profile(const std::vector<WorkerInfo>& workers, std::ostream& table, MetricsLog& metrics) {
+  for (const WorkerInfo& w : workers) {
+    std::vector<wire::ProfileRecord> rows = w.profile;
+    if (rows.empty()) continue;
+    double total = 0;
+    for (const auto& r : rows) total += r.seconds;
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+    table << "profile of " << w.device << " (" << static_cast<int>(total * 1e3) << " ms in ops):\n";
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-24s %-10s %8s %11s %7s %9s\n", "op", "direction", "calls", "total ms",
+                  "share", "GFLOP/s");
+    table << line;
+    for (const auto& r : rows) {
+      std::string name = wire::read_name(r.name);
+      const char* dir = profile_direction_name(static_cast<ProfileDirection>(r.direction));
+      double gflops = r.seconds > 0 && r.flops > 0 ? r.flops / r.seconds * 1e-9 : 0.0;
+      std::snprintf(line, sizeof line, "  %-24s %-10s %8llu %11.1f %6.1f%% %9.1f\n", name.c_str(), dir,
+                    static_cast<unsigned long long>(r.calls), r.seconds * 1e3,
+                    total > 0 ? 100.0 * r.seconds / total : 0.0, gflops);
+      table << line;
+      JsonObject j;
+      j.add("event", "profile").add("device", w.device).add("op", name).add("direction", dir);
+      j.add("calls", static_cast<int64_t>(r.calls)).add("total_ms", r.seconds * 1e3).add("gflop_per_s", gflops);
+      metrics.write(j);
+    }
+  }
+}
+
+}  // namespace devmap
