@@ -55,7 +55,7 @@ struct TrainConfig {
 };
 
 struct Config {
-  std::string path;  // the YAML file as given
+  std::string path;           // the YAML file as given
   std::string job = "train";  // "train" or "predict"
   Graph graph;                // ops in order, shapes inferred, each op's device set
   DataConfig data;

@@ -77,8 +77,7 @@ void check_place_matches(const std::vector<PlaceEntry>& place, const Graph& grap
   for (const PlaceEntry& entry : place) {
     const std::string& pattern = entry.rule.pattern;
     const auto& nodes = graph.nodes();
-    if (std::any_of(nodes.begin(), nodes.end(), [&](const Node& n) { return glob_match(pattern, n.name); }))
-      continue;
+    if (std::any_of(nodes.begin(), nodes.end(), [&](const Node& n) { return glob_match(pattern, n.name); })) continue;
     if (is_glob(pattern))
       src.fail(entry.key,
                "device_map.place pattern " + quoted(pattern) + " matches no op (ops: " + op_list(graph) + ")");

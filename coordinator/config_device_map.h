@@ -27,8 +27,7 @@ struct DeviceMapSection {
 // Reads `device_map` (a Null node reads as an empty one). Checks that every
 // device it names is declared and every pattern is well formed; whether a
 // pattern matches an op is checked later, by check_place_matches.
-DeviceMapSection read_device_map(const YamlSource& src, const YAML::Node& node,
-                                 const std::vector<DeviceSpec>& devices);
+DeviceMapSection read_device_map(const YamlSource& src, const YAML::Node& node, const std::vector<DeviceSpec>& devices);
 
 // Fails at the pattern of the first rule that matches no op of `graph`:
 //   "device_map.place pattern 'dense*' matches no op (ops: image, label, ...)"

@@ -84,8 +84,8 @@ std::string read_declared_device(const YamlSource& src, const YAML::Node& value,
   if (!parse_device_name(*name)) src.fail(anchor, use.who + ": " + bad_device_name_message(*name));
   for (const DeviceSpec& d : devices)
     if (d.name == *name) return *name;
-  src.fail(anchor, use.who + " " + use.verb + " '" + *name + "', which is not declared in devices (declared: " +
-                       declared_devices(devices) + ")");
+  src.fail(anchor, use.who + " " + use.verb + " '" + *name +
+                       "', which is not declared in devices (declared: " + declared_devices(devices) + ")");
 }
 
 }  // namespace devmap

@@ -57,9 +57,8 @@ class Flattener {
     Inherited inner = inherited;
     if (map.has("device")) {
       inner.group = name;
-      inner.device =
-          read_declared_device(src_, map.value("device"), map.anchor("device"), {who + " device", who, "is placed on"},
-                               devices_);
+      inner.device = read_declared_device(src_, map.value("device"), map.anchor("device"),
+                                          {who + " device", who, "is placed on"}, devices_);
     }
     if (!map.has("ops")) map.fail_missing("ops");
     const YAML::Node& ops = map.value("ops");

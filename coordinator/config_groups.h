@@ -23,8 +23,8 @@ struct OpEntry {
 };
 
 struct FlatModel {
-  std::vector<OpEntry> ops;          // in document order
-  std::vector<std::string> groups;   // every group's name, in document order
+  std::vector<OpEntry> ops;         // in document order
+  std::vector<std::string> groups;  // every group's name, in document order
 };
 
 // Flattens the list `ops` (model.ops). An entry is a group when it is a

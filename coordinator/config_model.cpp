@@ -44,11 +44,11 @@ class OpBuilder {
     MapReader map(src_, item, {who, "in " + who, who + " attribute '", "'"}, valid);
     for (const AttrSpec& spec : node.schema->attrs) node.attrs.set(spec.name, read_attr(map, item, spec, who));
     node.inputs = read_inputs(map, item, node, who);
-    own_device = map.has("device") ? read_declared_device(src_, map.value("device"), map.anchor("device"),
-                                                          {"op '" + node.name + "' device", "op '" + node.name + "'",
-                                                           "is placed on"},
-                                                          devices_)
-                                   : "";
+    own_device = map.has("device")
+                     ? read_declared_device(src_, map.value("device"), map.anchor("device"),
+                                            {"op '" + node.name + "' device", "op '" + node.name + "'", "is placed on"},
+                                            devices_)
+                     : "";
     return node;
   }
 

@@ -62,6 +62,14 @@ class Override {
         set_op_key(child_node(map, part, child_scope), path, i + 1, value);
         return;
       }
+      if (child_scope == "device_map.place") {
+        // The rest of the path is one pattern, which may hold dots. A new
+        // pattern is appended: it comes last in the matching order.
+        std::string pattern;
+        for (size_t j = i + 1; j < path.size(); ++j) pattern += (j == i + 1 ? "" : ".") + path[j];
+        YAML::Node place = child_node(map, part, child_scope);
+        return set_entry(place, pattern, value);
+      }
       valid = children(child_scope);
       if (!valid) fail(child_scope + " is a single value, not a mapping with keys");
       map.reset(child_node(map, part, child_scope));  // rebinds; `map = ...` would overwrite the tree
@@ -101,7 +109,7 @@ class Override {
     if (scope == "devices") return &kNone;
     if (scope.rfind("devices.", 0) == 0 && scope.find('.', 8) == std::string::npos) return &config_keys::kDevice;
     if (scope == "device_map") return &config_keys::kDeviceMap;
-    return nullptr;
+    return nullptr;  // device_map.place and model.ops are handled by apply()
   }
 
   // map[key] as a mapping (a list for model.ops), created and attributed to
@@ -119,44 +127,81 @@ class Override {
     return map[key];
   }
 
-  // path[first..] is an op name (which may hold dots) and then one key.
-  void set_op_key(YAML::Node ops, const std::vector<std::string>& path, size_t first, const YAML::Node& value) {
-    std::vector<std::string> names;
-    for (const YAML::Node& item : ops)
-      if (auto name = scalar_string(lookup(item, "name")); name && item.IsMap()) names.push_back(*name);
-    // The longest run of parts from `first` that names an op.
-    std::string name;
+  // path[first..] is the name of an op or a group (which may hold dots) and
+  // then one key. Ops and groups are found at any depth of groups.
+  void set_op_key(const YAML::Node& ops, const std::vector<std::string>& path, size_t first, const YAML::Node& value) {
+    std::vector<Named> ops_found, groups_found;
+    collect(ops, ops_found, groups_found, 0);
+    auto find = [&](const std::string& name) -> const Named* {
+      for (const std::vector<Named>* list : {&ops_found, &groups_found})
+        for (const Named& n : *list)
+          if (n.name == name) return &n;
+      return nullptr;
+    };
+    // The longest run of parts from `first` that names an op or a group.
+    const Named* target = nullptr;
     size_t last = path.size();  // index of the name's last part
-    for (size_t j = path.size(); j-- > first;) {
+    for (size_t j = path.size(); j-- > first && !target;) {
       std::string candidate;
       for (size_t i = first; i <= j; ++i) candidate += (i == first ? "" : ".") + path[i];
-      if (contains(names, candidate)) {
-        name = candidate;
-        last = j;
-        break;
-      }
+      if ((target = find(candidate))) last = j;
     }
-    if (last == path.size()) {
+    if (!target) {
       std::string given;
       for (size_t i = first; i < std::max(first + 1, path.size() - 1); ++i) given += (i == first ? "" : ".") + path[i];
-      fail("model.ops has no op named " + quoted(given) + " (ops: " + join_names(names) + ")");
+      if (groups_found.empty())
+        fail("model.ops has no op named " + quoted(given) + " (ops: " + join_names(names_of(ops_found)) + ")");
+      fail("model.ops has no op or group named " + quoted(given) + " (ops: " + join_names(names_of(ops_found)) +
+           "; groups: " + join_names(names_of(groups_found)) + ")");
     }
+    const std::string& name = target->name;
     if (last + 1 == path.size()) fail("name one of the op's keys: model.ops." + name + ".KEY=VALUE");
     if (last + 2 < path.size())
       fail("model.ops." + name + "." + path[last + 1] + " is a single value, not a mapping with keys");
     const std::string& key = path.back();
-    for (YAML::Node item : ops) {
-      if (!item.IsMap() || scalar_string(lookup(item, "name")) != name) continue;
-      std::vector<std::string> valid = config_keys::kOp;
-      std::string who = "op '" + name + "'";
+    YAML::Node item = target->item;
+    std::vector<std::string> valid = config_keys::kGroup;
+    std::string who = "group '" + name + "'";
+    if (!is_group(item)) {
+      valid = config_keys::kOp;
+      who = "op '" + name + "'";
       if (auto op = scalar_string(lookup(item, "op"))) {
         if (const OpSchema* schema = find_op(*op)) {
           for (const AttrSpec& spec : schema->attrs) valid.push_back(spec.name);
           who += " (" + schema->name + ")";
         }
       }
-      if (!contains(valid, key)) fail(unknown_key_message(key, "in " + who, valid));
-      return set_entry(item, key, value);
+    }
+    if (!contains(valid, key)) fail(unknown_key_message(key, "in " + who, valid));
+    set_entry(item, key, value);
+  }
+
+  // An op or a group of model.ops, by name.
+  struct Named {
+    std::string name;
+    YAML::Node item;
+  };
+
+  static bool is_group(const YAML::Node& item) { return item.IsMap() && lookup(item, "group").IsDefined(); }
+
+  static std::vector<std::string> names_of(const std::vector<Named>& named) {
+    std::vector<std::string> names;
+    for (const Named& n : named) names.push_back(n.name);
+    return names;
+  }
+
+  // Every op and group of `list` and of its groups, in document order.
+  // `depth` only guards the recursion; check_yaml_tree has bounded nesting.
+  static void collect(const YAML::Node& list, std::vector<Named>& ops, std::vector<Named>& groups, int depth) {
+    if (!list.IsSequence() || depth > 64) return;
+    for (const YAML::Node& item : list) {
+      if (!item.IsMap()) continue;
+      if (is_group(item)) {
+        if (auto name = scalar_string(lookup(item, "group"))) groups.push_back({*name, item});
+        collect(lookup(item, "ops"), ops, groups, depth + 1);
+      } else if (auto name = scalar_string(lookup(item, "name"))) {
+        ops.push_back({*name, item});
+      }
     }
   }
 

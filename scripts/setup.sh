@@ -3,8 +3,8 @@
 # Idempotent: asks dpkg-query first, and runs apt-get update/install only
 # when a package is missing. Works as root or through sudo.
 #
-#   scripts/setup.sh            build + test + data dependencies
-#   scripts/setup.sh --bench    also the peers the benchmarks compare with
+#   scripts/setup.sh            build, test, data and benchmark-peer dependencies
+#                               (python3-torch: a test checks devmap against it)
 set -euo pipefail
 
 packages=(
@@ -13,12 +13,12 @@ packages=(
   libopenblas-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
+  python3-torch python3-numpy
 )
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages+=(python3-torch python3-numpy) ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "setup.sh: unknown option '$arg' (known: --bench, --help)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (known: --help)" >&2; exit 2 ;;
   esac
 done
 

@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""devmap and PyTorch train the same numbers.
+
+Rebuilds in PyTorch exactly what devmap starts from: the initial weights
+(Philox-4x32-10 keyed by (seed, "op.param"), see core/random.h), the order
+of the training samples (Fisher-Yates driven by Philox keyed by
+(seed, "shuffle")), then trains the reference model with torch.optim.SGD and
+compares every step's loss with the one devmap's coordinator logged.
+
+  torch_equivalence.py COORDINATOR CONFIG [--steps N] [--rtol R]
+
+Exit 0 when every step agrees within rtol; 77 (skipped) without torch.
+"""
+import argparse
+import gzip
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+except ImportError as e:  # ctest maps 77 to "skipped"
+    print(f"skipped: {e} (scripts/setup.sh installs Debian's python3-torch)")
+    sys.exit(77)
+
+M64 = (1 << 64) - 1
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def stable_hash(s: str, seed: int) -> int:
+    h = 14695981039346656037 ^ ((seed * 0x9E3779B97F4A7C15) & M64)
+    for c in s.encode():
+        h ^= c
+        h = (h * 1099511628211) & M64
+    h = (h + 0x9E3779B97F4A7C15) & M64
+    h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & M64
+    return h ^ (h >> 31)
+
+
+def philox(k0, k1, c0, c1, c2, c3):
+    """Philox-4x32-10 on numpy uint64 arrays holding 32-bit values."""
+    m0, m1, w0, w1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57), 0x9E3779B9, 0xBB67AE85
+    mask = np.uint64(0xFFFFFFFF)
+    k0, k1 = int(k0), int(k1)
+    for _ in range(10):
+        p0, p1 = m0 * c0, m1 * c2
+        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0)) & mask, p1 & mask, \
+                         ((p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1)) & mask, p0 & mask
+        k0, k1 = (k0 + w0) & 0xFFFFFFFF, (k1 + w1) & 0xFFFFFFFF
+    return c0, c1, c2, c3
+
+
+def uniform(seed, stream, count):
+    h = stable_hash(stream, seed)
+    k0, k1 = h & 0xFFFFFFFF, h >> 32
+    blocks = np.arange((count + 3) // 4, dtype=np.uint64)
+    z = np.zeros_like(blocks)
+    words = np.stack(philox(k0, k1, blocks & np.uint64(0xFFFFFFFF), blocks >> np.uint64(32), z, z), axis=1).reshape(-1)
+    return (words[:count] >> np.uint64(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+
+
+def init_param(seed, name, shape, fan_in):
+    n = int(np.prod(shape))
+    bound = np.float32(1.0 / math.sqrt(fan_in))
+    u = uniform(seed, name, n)
+    return torch.from_numpy(((np.float32(2.0) * u - np.float32(1.0)) * bound).reshape(shape))
+
+
+def epoch_order(count, seed, epoch):
+    h = stable_hash("shuffle", seed)
+    k0, k1 = h & 0xFFFFFFFF, h >> 32
+    i = np.arange(count, dtype=np.uint64)
+    w0, _, _, _ = philox(k0, k1, i & np.uint64(0xFFFFFFFF), i >> np.uint64(32),
+                         np.full_like(i, epoch), np.full_like(i, 5))
+    order = list(range(count))
+    for k in range(count - 1, 0, -1):
+        j = (int(w0[k]) * (k + 1)) >> 32
+        order[k], order[j] = order[j], order[k]
+    return order
+
+
+def load(kind, limit):
+    with gzip.open(f"{DATA}/{kind}-images-idx3-ubyte.gz") as f:
+        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)[:limit].astype(np.float32) / 255
+    with gzip.open(f"{DATA}/{kind}-labels-idx1-ubyte.gz") as f:
+        y = np.frombuffer(f.read(), np.uint8, offset=8)[:limit].astype(np.int64)
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("coordinator")
+    ap.add_argument("config")
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--rtol", type=float, default=2e-4)
+    a = ap.parse_args()
+    limit = a.steps * a.batch
+    if not os.path.exists(f"{DATA}/train-images-idx3-ubyte.gz"):
+        print("skipped: Fashion-MNIST is absent (scripts/setup.sh)")
+        sys.exit(77)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        metrics = f"{tmp}/m.jsonl"
+        subprocess.run([a.coordinator, "train", a.config, "--metrics", metrics, "--log-every", "1",
+                        "--set", f"train.seed={a.seed}", "--set", f"train.batch_size={a.batch}",
+                        "--set", f"train.max_steps={a.steps}", "--set", f"data.train_limit={limit}",
+                        "--set", "data.test_limit=10", "--set", "devices.cpu:0.threads=1"],
+                       check=True, stderr=subprocess.DEVNULL)
+        ours = [json.loads(l)["loss"] for l in open(metrics) if json.loads(l)["event"] == "step"]
+
+    torch.set_num_threads(1)
+    net = nn.Sequential(
+        nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(3136, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    names = {0: "conv1", 3: "conv2", 7: "fc1", 9: "logits"}
+    with torch.no_grad():
+        for idx, name in names.items():
+            layer = net[idx]
+            fan_in = int(np.prod(layer.weight.shape[1:]))
+            layer.weight.copy_(init_param(a.seed, f"{name}.weight", tuple(layer.weight.shape), fan_in))
+            layer.bias.copy_(init_param(a.seed, f"{name}.bias", tuple(layer.bias.shape), fan_in))
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    x, y = load("train", limit)
+    order = torch.tensor(epoch_order(limit, a.seed, 1))
+    theirs = []
+    for s in range(a.steps):
+        idx = order[s * a.batch:(s + 1) * a.batch]
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(net(x[idx]), y[idx])
+        loss.backward()
+        opt.step()
+        theirs.append(loss.item())
+
+    worst = max(abs(o - t) / abs(t) for o, t in zip(ours, theirs))
+    for s in (0, 1, len(ours) // 2, len(ours) - 1):
+        print(f"step {s + 1}: devmap {ours[s]:.7f}  pytorch {theirs[s]:.7f}")
+    print(f"{len(ours)} steps, worst relative difference {worst:.2e} (tolerance {a.rtol:.0e})")
+    sys.exit(0 if len(ours) == a.steps and worst <= a.rtol else 1)
+
+
+if __name__ == "__main__":
+    main()
