@@ -13,7 +13,10 @@ Runs a devmap job: reads CONFIG (YAML: model, data, training settings and
 device map), launches one worker process per device and drives the job.
 
 Subcommands:
-  train        train the model (the default when the config's job is train)
+  train        train the model (the default when the config's job is train);
+               saves the weights to train.checkpoint
+  predict      predict the class of every image of --input with --weights,
+               writing ImageId,Label rows (1-based ids) to --output
   (none)       run the config's `job`
 
 Options:
@@ -32,6 +35,10 @@ Options:
                     written to the metrics as "profile" lines
   --worker-dir DIR  where worker_cpu lives (default: beside coordinator, or
                     $DEVMAP_WORKER_DIR)
+  --weights FILE    (predict) safetensors weights written by train
+  --input FILE      (predict) images: IDX (gzip or plain) or CSV pixel rows
+  --output FILE     (predict) where to write the predictions CSV
+  --batch N         (predict) images per step (default train.eval_batch_size)
   --version         print the version and exit
   -h, --help        this text
 
@@ -80,6 +87,14 @@ CommandLine parse_command_line(int argc, char** argv) {
       cl.run.log_placement = true;
     else if (arg == "--profile")
       cl.run.profile = true;
+    else if (arg == "--weights")
+      cl.predict.weights = value();
+    else if (arg == "--input")
+      cl.predict.input = value();
+    else if (arg == "--output")
+      cl.predict.output = value();
+    else if (arg == "--batch")
+      cl.predict.batch = parse_positive(arg, value());
     else if (arg == "--worker-dir")
       cl.run.worker_dir = value();
     else if (arg.size() > 1 && arg[0] == '-')
@@ -88,7 +103,7 @@ CommandLine parse_command_line(int argc, char** argv) {
       positional.push_back(arg);
   }
   if (cl.help || cl.version) return cl;
-  static const std::vector<std::string> kSubcommands = {"train"};
+  static const std::vector<std::string> kSubcommands = {"train", "predict"};
   if (!positional.empty()) {
     for (const auto& s : kSubcommands)
       if (positional[0] == s) {
@@ -99,8 +114,8 @@ CommandLine parse_command_line(int argc, char** argv) {
   }
   if (positional.empty()) throw_invalid("no config file given (see --help)");
   if (positional.size() > 1) {
-    if (positional[0] == "predict" || positional[0] == "plan")
-      throw_invalid("subcommand '" + positional[0] + "' is not available in this build (known: train)");
+    if (positional[0] == "plan")
+      throw_invalid("subcommand 'plan' is not available in this build (known: train, predict)");
     throw_invalid("unexpected argument '" + positional[1] + "' (see --help)");
   }
   cl.config_path = positional[0];

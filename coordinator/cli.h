@@ -4,15 +4,17 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/predict_job.h"
 #include "coordinator/run_options.h"
 
 namespace devmap {
 
 struct CommandLine {
-  std::string subcommand;  // "train", or empty: the config's job
+  std::string subcommand;  // "train", "predict", or empty: the config's job
   std::string config_path;
   std::vector<std::string> overrides;  // --set values, in order
   RunOptions run;
+  PredictOptions predict;
   bool help = false;
   bool version = false;
 };

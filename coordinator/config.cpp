@@ -85,6 +85,8 @@ TrainConfig read_train(const YamlSource& src, const YAML::Node& node) {
   train.max_steps = map.get_int("max_steps", train.max_steps, 0);
   train.seed = map.get_uint("seed", train.seed);
   train.shuffle = map.get_bool("shuffle", train.shuffle);
+  train.checkpoint = map.get_string("checkpoint", train.checkpoint);
+  train.checkpoint_every = map.get_int("checkpoint_every", train.checkpoint_every, 0);
   if (map.has("optimizer")) train.optimizer = read_optimizer(src, map.value("optimizer"));
   return train;
 }

@@ -52,6 +52,11 @@ struct TrainConfig {
   uint64_t seed = 0;
   bool shuffle = true;
   OptimizerConfig optimizer;
+  // Where the weights go (safetensors) at the end and every
+  // checkpoint_every steps (0: only at the end); the training state goes
+  // beside them. Empty: checkpoints/<config file stem>.safetensors.
+  std::string checkpoint;
+  int64_t checkpoint_every = 0;
 };
 
 struct Config {

@@ -39,9 +39,11 @@ class Flattener {
   // Checks that no group shares its name with an op; call once all is visited.
   FlatModel finish() {
     std::map<std::string, int> op_lines;  // name -> line of its first definition
-    for (const OpEntry& op : out_.ops)
-      if (auto name = op.item.IsMap() ? scalar_string(op.item["name"]) : std::nullopt)
-        op_lines.emplace(*name, src_.loc(op.item).line);
+    for (const OpEntry& op : out_.ops) {
+      if (!op.item.IsMap()) continue;
+      const YAML::Node name = op.item["name"];  // const []: a missing key gives an invalid node
+      if (name.IsDefined() && name.IsScalar()) op_lines.emplace(name.Scalar(), src_.loc(op.item).line);
+    }
     for (const auto& [name, node] : group_names_)
       if (auto op = op_lines.find(name); op != op_lines.end())
         src_.fail(node, "group name '" + name + "' is also the name of an op (line " + std::to_string(op->second) +

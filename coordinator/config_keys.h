@@ -11,8 +11,8 @@ inline const std::vector<std::string> kTop = {"job", "model", "data", "train", "
 inline const std::vector<std::string> kModel = {"ops"};
 inline const std::vector<std::string> kData = {"train_images", "train_labels", "test_images",
                                                "test_labels",  "train_limit",  "test_limit"};
-inline const std::vector<std::string> kTrain = {"epochs", "batch_size", "eval_batch_size", "max_steps",
-                                                "seed",   "shuffle",    "optimizer"};
+inline const std::vector<std::string> kTrain = {"epochs",  "batch_size", "eval_batch_size", "max_steps",       "seed",
+                                                "shuffle", "optimizer",  "checkpoint",      "checkpoint_every"};
 // Every optimizer key; each type accepts a subset (see config.cpp).
 inline const std::vector<std::string> kOptimizer = {"type",  "learning_rate", "momentum", "weight_decay",
                                                     "beta1", "beta2",         "epsilon"};

@@ -4,6 +4,7 @@
 #include "coordinator/cli.h"
 #include "coordinator/config.h"
 #include "coordinator/signals.h"
+#include "coordinator/predict_job.h"
 #include "coordinator/train_job.h"
 
 #ifndef DEVMAP_VERSION
@@ -25,8 +26,7 @@ int main(int argc, char** argv) {
     }
     Config config = load_config(cl.config_path, cl.overrides);
     std::string job = cl.subcommand.empty() ? config.job : cl.subcommand;
-    if (job != "train")
-      throw_invalid(cl.config_path + ": job '" + job + "' is not available in this build (known: train)");
+    if (job == "predict") return run_predict(config, cl.run, cl.predict);
     return run_train(config, cl.run);
   } catch (const Error& e) {
     if (int sig = interrupt_signal()) {

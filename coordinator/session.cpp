@@ -62,7 +62,9 @@ void log_placement(const Config& config, const Partition& partition, int64_t bat
       os << "  " << n.name << " (" << n.op() << "): fed by the coordinator, read in place by "
          << (readers.empty() ? "no device" : readers) << "\n";
     } else {
-      os << "  " << n.name << " (" << n.op() << "): " << n.device << "\n";
+      size_t i = static_cast<size_t>(g.find(n.name));
+      std::string why = i < config.placement_reason.size() ? config.placement_reason[i] : "";
+      os << "  " << n.name << " (" << n.op() << "): " << n.device << (why.empty() ? "" : "  [" + why + "]") << "\n";
     }
   }
   os << "cut edges (batch " << batch << "):\n";
@@ -95,14 +97,18 @@ bool sweep_stale_runs() {
 
 }  // namespace
 
-Session::Session(const Config& config, const RunOptions& options, bool training, int64_t max_batch)
+Session::Session(const Config& config, const RunOptions& options, Graph graph, bool training, std::vector<int> outputs,
+                 int64_t max_batch)
     : swept_(sweep_stale_runs()),
-      program_(training ? build_training_program(config.graph)
-                        : build_inference_program(config.graph, config.graph.find_all_role(OpRole::kMetric))),
-      partition_(partition_program(config.graph, program_)),
-      layout_(InputLayout::for_graph(config.graph, max_batch, 2)),
+      graph_(std::move(graph)),
+      program_(training ? build_training_program(graph_) : build_inference_program(graph_, outputs)),
+      partition_(partition_program(graph_, program_)),
+      layout_(InputLayout::for_graph(graph_, max_batch, 2)),
+      output_layout_(InputLayout::for_nodes(graph_, outputs, max_batch, 2)),
       input_(ShmSegment::create(run_.segment_name("input"), layout_.total_bytes())) {
   check_devices(config, partition_);
+  if (!outputs.empty())
+    output_ = std::make_unique<ShmSegment>(ShmSegment::create(run_.segment_name("output"), output_layout_.total_bytes()));
   std::string prefix = run_.segment_name("");
   for (const ChannelEdge& e : channel_edges(partition_, prefix, max_batch))
     edge_segments_.push_back(ShmSegment::create(e.segment, e.slot_bytes * e.slots));
@@ -114,12 +120,18 @@ Session::Session(const Config& config, const RunOptions& options, bool training,
     l.program = worker_program(options, d->kind);
     l.plan.device = name;
     l.plan.threads = d->threads;
+    l.plan.affinity = d->affinity;
     l.plan.seed = config.train.seed;
     l.plan.training = training;
     l.plan.profile = options.profile;
     l.plan.optimizer = config.train.optimizer;
     l.plan.max_batch = max_batch;
-    l.plan.graph = config.graph;
+    l.plan.graph = graph_;
+    l.plan.outputs = outputs;
+    if (output_) {
+      l.plan.output_segment = output_->name();
+      l.plan.output_layout = output_layout_;
+    }
     l.plan.input_segment = input_.name();
     l.plan.layout = layout_;
     l.plan.run_prefix = prefix;

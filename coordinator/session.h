@@ -20,24 +20,32 @@ namespace devmap {
 
 class Session {
  public:
-  // Plans the job (program, partition, segment sizes) and creates the
-  // segments; start() launches the workers.
-  Session(const Config& config, const RunOptions& options, bool training, int64_t max_batch);
+  // Plans the job over `graph` (the config's, or one with ops added for the
+  // job): a training program, or an inference program computing `outputs`;
+  // then the partition and segment sizes. Creates the segments; start()
+  // launches the workers.
+  Session(const Config& config, const RunOptions& options, Graph graph, bool training, std::vector<int> outputs,
+          int64_t max_batch);
   void start();
 
+  const Graph& graph() const { return graph_; }
   const Partition& partition() const { return partition_; }
   const InputLayout& layout() const { return layout_; }
+  const InputLayout& output_layout() const { return output_layout_; }
   ShmSegment& input() { return input_; }
+  ShmSegment* output() { return output_.get(); }
   WorkerGroup& workers() { return *group_; }
   const RunResources& run() const { return run_; }
 
  private:
   bool swept_;  // leftovers of crashed runs are removed first
   RunResources run_;
+  Graph graph_;
   Program program_;
   Partition partition_;
-  InputLayout layout_;
+  InputLayout layout_, output_layout_;
   ShmSegment input_;
+  std::unique_ptr<ShmSegment> output_;
   std::vector<ShmSegment> edge_segments_;
   std::unique_ptr<WorkerGroup> group_;
 };

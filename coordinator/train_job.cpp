@@ -12,6 +12,8 @@
 #include <iostream>
 #include <set>
 
+#include "coordinator/batch_feeder.h"
+#include "coordinator/checkpoint.h"
 #include "coordinator/dataset.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/profile_report.h"
@@ -52,62 +54,6 @@ std::string library_versions_json() {
   return v.str();
 }
 
-// Feeds one pass over `order` through the workers in batches, double
-// buffered: while the workers compute batch i from one slot, the next batch
-// is written into the other.
-class BatchFeeder {
- public:
-  BatchFeeder(WorkerGroup& group, ShmSegment& segment, const InputLayout& layout, int image_node, int label_node)
-      : group_(group), segment_(segment), layout_(layout) {
-    for (size_t k = 0; k < layout.input_nodes.size(); ++k) {
-      if (layout.input_nodes[k] == image_node) image_off_ = layout.input_offsets[k];
-      if (layout.input_nodes[k] == label_node) label_off_ = layout.input_offsets[k];
-    }
-  }
-
-  // Calls on_done(index, batch, result) after each batch.
-  template <typename OnDone>
-  void run(const Dataset& data, const std::vector<int64_t>& order, int64_t batch_size, int64_t first_step,
-           uint32_t flags, int64_t max_batches, OnDone on_done) {
-    const int64_t count = static_cast<int64_t>(order.size());
-    int64_t batches = (count + batch_size - 1) / batch_size;
-    if (max_batches >= 0) batches = std::min(batches, max_batches);
-    auto size_of = [&](int64_t i) { return std::min(batch_size, count - i * batch_size); };
-    if (batches == 0) return;
-    fill(data, order, 0, batch_size, size_of(0));
-    for (int64_t i = 0; i < batches; ++i) {
-      if (interrupted()) throw_runtime("interrupted");
-      wire::Step s{};
-      s.step = first_step + i;
-      s.batch = size_of(i);
-      s.sample_offset = 0;
-      s.batch_total = s.batch;
-      s.slot = static_cast<uint32_t>(i % layout_.slots);
-      s.flags = flags;
-      if (i == 0 && first_step == 0) s.flags |= extra_first_flags_;
-      group_.send(s);
-      if (i + 1 < batches) fill(data, order, i + 1, batch_size, size_of(i + 1));
-      StepResult r = group_.collect();
-      on_done(i, s.batch, r);
-    }
-  }
-  void set_first_step_flags(uint32_t f) { extra_first_flags_ = f; }
-
- private:
-  void fill(const Dataset& data, const std::vector<int64_t>& order, int64_t index, int64_t batch_size, int64_t n) {
-    char* base =
-        static_cast<char*>(segment_.data()) + static_cast<uint64_t>(index % layout_.slots) * layout_.slot_bytes;
-    fill_batch(data, order, index * batch_size, n, reinterpret_cast<float*>(base + image_off_),
-               reinterpret_cast<float*>(base + label_off_));
-  }
-
-  WorkerGroup& group_;
-  ShmSegment& segment_;
-  const InputLayout& layout_;
-  uint64_t image_off_ = 0, label_off_ = 0;
-  uint32_t extra_first_flags_ = 0;
-};
-
 struct EvalResult {
   double loss = 0, metric = 0;
 };
@@ -117,7 +63,7 @@ EvalResult evaluate(BatchFeeder& feeder, const Dataset& test, int64_t batch_size
   EvalResult r;
   ProgressBar bar("  test", test.count, std::max<int64_t>(test.count, 1));
   int64_t done = 0;
-  feeder.run(test, order, batch_size, 0, 0, -1, [&](int64_t, int64_t batch, const StepResult& s) {
+  feeder.run(test, order, batch_size, 0, 0, -1, [&](int64_t, int64_t batch, const StepResult& s, uint32_t) {
     r.loss += static_cast<double>(s.loss) * static_cast<double>(batch);
     r.metric += static_cast<double>(s.metric) * static_cast<double>(batch);
     done += batch;
@@ -160,7 +106,7 @@ int run_train(const Config& config, const RunOptions& options) {
                       std::to_string(classes) + " classes");
 
   int64_t max_batch = std::max(tc.batch_size, tc.eval_batch_size);
-  Session session(config, options, /*training=*/true, max_batch);
+  Session session(config, options, graph, /*training=*/true, {}, max_batch);
   if (options.log_placement) log_placement(config, session.partition(), tc.batch_size, std::cerr);
   MetricsLog metrics(options.metrics_path, config.path, config.resolved_yaml);
   session.start();
@@ -190,7 +136,16 @@ int run_train(const Config& config, const RunOptions& options) {
   BatchFeeder feeder(group, session.input(), layout, image_node, label_node);
   if (options.param_stats) feeder.set_first_step_flags(wire::kParamStats);
   const int64_t steps_per_epoch = (train.count + tc.batch_size - 1) / tc.batch_size;
-  int64_t step = 0;
+  int64_t step = 0, epochs_done = 0;
+  const std::string checkpoint =
+      tc.checkpoint.empty() ? "checkpoints/" + std::filesystem::path(config.path).stem().string() + ".safetensors"
+                            : tc.checkpoint;
+  auto save = [&] {
+    save_checkpoint(group, graph, tc.optimizer, checkpoint, TrainingState{step, epochs_done, tc.seed});
+    JsonObject j;
+    j.add("event", "checkpoint").add("step", step).add("path", checkpoint);
+    metrics.write(j);
+  };
   double last_loss = 0;
   EvalResult last_eval;
   auto run_start = Clock::now();
@@ -207,7 +162,7 @@ int run_train(const Config& config, const RunOptions& options) {
     auto step_start = epoch_start;
     feeder.run(
         train, order, tc.batch_size, step, wire::kTrain, epoch_steps,
-        [&](int64_t i, int64_t batch, const StepResult& r) {
+        [&](int64_t i, int64_t batch, const StepResult& r, uint32_t) {
           auto now = Clock::now();
           step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
           step_start = now;
@@ -226,6 +181,7 @@ int run_train(const Config& config, const RunOptions& options) {
             j.add("value_norm", static_cast<double>(ps.value_norm));
             metrics.write(j);
           }
+          if (tc.checkpoint_every > 0 && step % tc.checkpoint_every == 0) save();
           if (step % options.log_every == 0 || step == 1) {
             JsonObject j;
             j.add("event", "step").add("step", step).add("epoch", epoch).add("loss", static_cast<double>(r.loss));
@@ -238,6 +194,7 @@ int run_train(const Config& config, const RunOptions& options) {
     bar.finish("loss " + fmt("%.4f", train_loss) + " " + fmt("%.0f", static_cast<double>(samples) / epoch_seconds) +
                " img/s");
     last_eval = evaluate(feeder, test, tc.eval_batch_size);
+    if (static_cast<int64_t>(step_seconds.size()) == steps_per_epoch) epochs_done = epoch;
     // The median step after a short warm-up: the steady-state speed.
     std::vector<double> steady(
         step_seconds.begin() + std::min<ptrdiff_t>(5, static_cast<ptrdiff_t>(step_seconds.size()) / 2),
@@ -256,6 +213,7 @@ int run_train(const Config& config, const RunOptions& options) {
     if (!metric_name.empty()) std::cerr << ", test " << metric_name << " " << fmt("%.4f", last_eval.metric);
     std::cerr << "\n";
   }
+  save();
   group.shutdown();
   double total = std::chrono::duration<double>(Clock::now() - run_start).count();
   for (const WorkerInfo& w : group.workers()) {
@@ -273,8 +231,8 @@ int run_train(const Config& config, const RunOptions& options) {
   if (!metric_name.empty()) done.add("test_" + metric_name, last_eval.metric);
   done.add("coordinator_vm_hwm_bytes", static_cast<int64_t>(read_vm_hwm_bytes()));
   metrics.write(done);
-  std::cerr << "devmap: done, " << step << " steps in " << fmt("%.1f", total) << " s; metrics: " << metrics.path()
-            << "\n";
+  std::cerr << "devmap: done, " << step << " steps in " << fmt("%.1f", total) << " s; weights: " << checkpoint
+            << "; metrics: " << metrics.path() << "\n";
   return 0;
 }
 

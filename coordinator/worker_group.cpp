@@ -141,6 +141,19 @@ StepResult WorkerGroup::collect() {
   return result;
 }
 
+void WorkerGroup::request(const std::map<std::string, std::string>& frame_by_device, wire::MsgType reply,
+                          const std::string& what) {
+  for (const auto& [device, frame] : frame_by_device) server_->send(device, frame);
+  size_t pending = frame_by_device.size();
+  while (pending > 0) {
+    PeerMessage m = await(what);
+    Worker& w = by_peer(m.peer);
+    if (m.message.type != reply || !frame_by_device.count(m.peer))
+      fail_worker(w, std::string("sent an unexpected ") + wire::msg_type_name(m.message.type) + " during " + what);
+    --pending;
+  }
+}
+
 void WorkerGroup::shutdown() {
   if (!server_) return;
   for (auto& w : workers_)

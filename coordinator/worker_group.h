@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,11 @@ class WorkerGroup {
   // Sends `step` to every worker; collect() waits for all their results.
   void send(const wire::Step& step);
   StepResult collect();
+
+  // Sends each listed worker its frame and waits until each has answered
+  // with `reply` (a worker's ERROR or death ends the wait with an Error).
+  void request(const std::map<std::string, std::string>& frame_by_device, wire::MsgType reply,
+               const std::string& what);
 
   // Asks every worker to exit, collects its BYE (peak memory) and reaps it;
   // a worker that does not exit in time is killed.

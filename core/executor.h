@@ -54,9 +54,11 @@ class Executor {
   // (seed, "op.param"), identical in any process.
   void init_parameters();
 
-  // Points the output of input op `node` at external memory holding at least
-  // max_batch() samples. nullptr reverts to the executor's own buffer.
-  void bind_input(int node, float* data);
+  // Points the output of op `node` (an input op, or an output read by the
+  // coordinator) at external memory holding at least max_batch() samples.
+  // nullptr reverts to the executor's own buffer. Not for tensors that
+  // cross devices: the channel binds those.
+  void bind_output(int node, float* data);
   // The current buffer of an op's output, for `batch` samples.
   TensorView output(int node, int64_t batch) const;
 

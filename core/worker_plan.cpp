@@ -32,14 +32,43 @@ AttrValue get_attr(ByteReader& r) {
   }
 }
 
+void put_layout(ByteWriter& w, const InputLayout& l) {
+  w.put<uint32_t>(l.slots);
+  w.put<uint64_t>(l.slot_bytes);
+  w.put<uint32_t>(static_cast<uint32_t>(l.input_nodes.size()));
+  for (size_t k = 0; k < l.input_nodes.size(); ++k) {
+    w.put<int32_t>(l.input_nodes[k]);
+    w.put<uint64_t>(l.input_offsets[k]);
+  }
+}
+
+InputLayout get_layout(ByteReader& r) {
+  InputLayout l;
+  l.slots = r.get<uint32_t>();
+  l.slot_bytes = r.get<uint64_t>();
+  uint32_t n = r.get_count(12);
+  for (uint32_t k = 0; k < n; ++k) {
+    l.input_nodes.push_back(r.get<int32_t>());
+    l.input_offsets.push_back(r.get<uint64_t>());
+  }
+  return l;
+}
+
 }  // namespace
 
 InputLayout InputLayout::for_graph(const Graph& graph, int64_t max_batch, uint32_t slots) {
+  std::vector<int> inputs;
+  for (int i = 0; i < graph.size(); ++i)
+    if (graph.node(i).schema->num_inputs == 0) inputs.push_back(i);
+  return for_nodes(graph, inputs, max_batch, slots);
+}
+
+InputLayout InputLayout::for_nodes(const Graph& graph, const std::vector<int>& nodes, int64_t max_batch,
+                                   uint32_t slots) {
   InputLayout l;
   l.slots = slots;
   uint64_t off = 0;
-  for (int i = 0; i < graph.size(); ++i) {
-    if (graph.node(i).schema->num_inputs != 0) continue;
+  for (int i : nodes) {
     l.input_nodes.push_back(i);
     l.input_offsets.push_back(off);
     uint64_t bytes = static_cast<uint64_t>(graph.node(i).out_shape_for(max_batch).numel()) * sizeof(float);
@@ -79,13 +108,9 @@ std::string encode_worker_plan(const WorkerPlan& p) {
   w.put<uint32_t>(static_cast<uint32_t>(p.outputs.size()));
   for (int o : p.outputs) w.put<int32_t>(o);
   w.put_string(p.input_segment);
-  w.put<uint32_t>(p.layout.slots);
-  w.put<uint64_t>(p.layout.slot_bytes);
-  w.put<uint32_t>(static_cast<uint32_t>(p.layout.input_nodes.size()));
-  for (size_t k = 0; k < p.layout.input_nodes.size(); ++k) {
-    w.put<int32_t>(p.layout.input_nodes[k]);
-    w.put<uint64_t>(p.layout.input_offsets[k]);
-  }
+  put_layout(w, p.layout);
+  w.put_string(p.output_segment);
+  put_layout(w, p.output_layout);
   w.put_string(p.run_prefix);
   w.put_string(p.run_dir);
   return w.bytes();
@@ -133,13 +158,9 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
   uint32_t nout = r.get_count(4);
   for (uint32_t k = 0; k < nout; ++k) p.outputs.push_back(r.get<int32_t>());
   p.input_segment = r.get_string();
-  p.layout.slots = r.get<uint32_t>();
-  p.layout.slot_bytes = r.get<uint64_t>();
-  uint32_t nin = r.get_count(12);
-  for (uint32_t k = 0; k < nin; ++k) {
-    p.layout.input_nodes.push_back(r.get<int32_t>());
-    p.layout.input_offsets.push_back(r.get<uint64_t>());
-  }
+  p.layout = get_layout(r);
+  p.output_segment = r.get_string();
+  p.output_layout = get_layout(r);
   p.run_prefix = r.get_string();
   p.run_dir = r.get_string();
   for (int o : p.outputs)
@@ -147,6 +168,8 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
   for (int n : p.layout.input_nodes)
     if (n < 0 || n >= p.graph.size() || p.graph.node(n).schema->num_inputs != 0)
       throw_runtime("malformed worker plan: bad input node");
+  for (int n : p.output_layout.input_nodes)
+    if (n < 0 || n >= p.graph.size()) throw_runtime("malformed worker plan: bad output node");
   if (!r.done()) throw_runtime("malformed worker plan: trailing bytes");
   return p;
 }

@@ -22,7 +22,10 @@ struct InputLayout {
   uint32_t slots = 2;
 
   uint64_t total_bytes() const { return slot_bytes * slots; }
+  // Every input op of the graph.
   static InputLayout for_graph(const Graph& graph, int64_t max_batch, uint32_t slots);
+  // The outputs of `nodes` (prediction results), same slot structure.
+  static InputLayout for_nodes(const Graph& graph, const std::vector<int>& nodes, int64_t max_batch, uint32_t slots);
 };
 
 struct WorkerPlan {
@@ -38,6 +41,9 @@ struct WorkerPlan {
   std::vector<int> outputs;  // inference: the ops whose outputs are wanted
   std::string input_segment;
   InputLayout layout;
+  // Inference: where the worker that computes an output op writes it.
+  std::string output_segment;
+  InputLayout output_layout;
   // Names shared with the other workers of the run: segments of cut edges
   // start with run_prefix, data sockets live in run_dir.
   std::string run_prefix;

@@ -16,6 +16,8 @@ const char* msg_type_name(MsgType t) {
     case MsgType::kBye: return "BYE";
     case MsgType::kTensorReady: return "TENSOR_READY";
     case MsgType::kSlotRelease: return "SLOT_RELEASE";
+    case MsgType::kParamsIo: return "PARAMS_IO";
+    case MsgType::kParamsDone: return "PARAMS_DONE";
   }
   return "UNKNOWN";
 }

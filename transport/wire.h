@@ -32,8 +32,12 @@ enum class MsgType : uint32_t {
   // Data plane, worker -> worker over each worker's PULL socket:
   kTensorReady = 9,   // producer -> consumer: TensorHandle, the slot holds the step's tensor
   kSlotRelease = 10,  // consumer -> producer: TensorHandle, the consumer is done with the slot
+  // Parameters to and from files, coordinator -> worker: encoded ParamsIo
+  // (core/bytes.h); the worker answers PARAMS_DONE (no body) or ERROR.
+  kParamsIo = 11,
+  kParamsDone = 12,
 };
-constexpr uint32_t kMaxMsgType = 10;
+constexpr uint32_t kMaxMsgType = 12;
 
 const char* msg_type_name(MsgType t);
 

@@ -1,5 +1,6 @@
 #include "worker/worker_service.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "core/worker_plan.h"
 #include "transport/control_channel.h"
 #include "transport/edge_plan.h"
+#include "transport/params_io.h"
 #include "transport/shm_segment.h"
 
 namespace devmap {
@@ -98,6 +100,11 @@ class Worker {
       : plan_(std::move(plan)), segment_(ShmSegment::open(plan_.input_segment)) {
     if (segment_.size() < plan_.layout.total_bytes())
       throw_runtime("input segment " + plan_.input_segment + " is smaller than its layout");
+    if (!plan_.output_segment.empty()) {
+      output_segment_ = std::make_unique<ShmSegment>(ShmSegment::open(plan_.output_segment));
+      if (output_segment_->size() < plan_.output_layout.total_bytes())
+        throw_runtime("output segment " + plan_.output_segment + " is smaller than its layout");
+    }
     rt.set_threads(plan_.threads);
     Program program =
         plan_.training ? build_training_program(plan_.graph) : build_inference_program(plan_.graph, plan_.outputs);
@@ -132,6 +139,36 @@ class Worker {
     return r;
   }
 
+  // Writes or reads the named tensors at the given file offsets.
+  void params_io(const ParamsIo& io) {
+    int fd = ::open(io.path.c_str(), io.op == ParamsIo::Op::kSave ? O_WRONLY : O_RDONLY);
+    if (fd < 0) throw_runtime("cannot open " + io.path + ": " + std::strerror(errno));
+    try {
+      for (const ParamsIo::Entry& e : io.entries) {
+        float* data = tensor_for(e.name);
+        const Parameter* p = param_of(e.name);
+        uint64_t bytes = static_cast<uint64_t>(p->spec.shape.numel()) * 4;
+        if (bytes != e.bytes)
+          throw_runtime(e.name + ": " + std::to_string(e.bytes) + " bytes in " + io.path + ", " +
+                        std::to_string(bytes) + " here");
+        auto* c = reinterpret_cast<char*>(data);
+        for (uint64_t done = 0; done < bytes;) {
+          ssize_t n = io.op == ParamsIo::Op::kSave
+                          ? ::pwrite(fd, c + done, bytes - done, static_cast<off_t>(e.offset + done))
+                          : ::pread(fd, c + done, bytes - done, static_cast<off_t>(e.offset + done));
+          if (n <= 0)
+            throw_runtime(std::string(io.op == ParamsIo::Op::kSave ? "writing " : "reading ") + e.name + " in " +
+                          io.path + ": " + (n == 0 ? "unexpected end of file" : std::strerror(errno)));
+          done += static_cast<uint64_t>(n);
+        }
+      }
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+  }
+
   // BYE's body: counters, then the per-op profile when asked for.
   std::string bye() const {
     wire::Bye b{read_vm_hwm_bytes(), 0, 0, 0, 0, 0};
@@ -156,11 +193,19 @@ class Worker {
   }
 
   std::string step(const wire::Step& s) {
-    if (s.slot >= plan_.layout.slots || s.batch < 1 || s.batch > plan_.max_batch)
+    if (s.slot >= plan_.layout.slots || (output_segment_ && s.slot >= plan_.output_layout.slots) || s.batch < 1 || s.batch > plan_.max_batch)
       throw_runtime("STEP out of range: slot " + std::to_string(s.slot) + ", batch " + std::to_string(s.batch));
     auto* base = static_cast<char*>(segment_.data()) + s.slot * plan_.layout.slot_bytes;
     for (size_t k = 0; k < plan_.layout.input_nodes.size(); ++k)
-      exec_->bind_input(plan_.layout.input_nodes[k], reinterpret_cast<float*>(base + plan_.layout.input_offsets[k]));
+      exec_->bind_output(plan_.layout.input_nodes[k], reinterpret_cast<float*>(base + plan_.layout.input_offsets[k]));
+    if (output_segment_) {
+      auto* out = static_cast<char*>(output_segment_->data()) + s.slot * plan_.output_layout.slot_bytes;
+      for (size_t k = 0; k < plan_.output_layout.input_nodes.size(); ++k) {
+        int node = plan_.output_layout.input_nodes[k];
+        if (exec_->is_local(node))
+          exec_->bind_output(node, reinterpret_cast<float*>(out + plan_.output_layout.input_offsets[k]));
+      }
+    }
 
     if (fail_at_step_ >= 0 && s.step == fail_at_step_ && (s.flags & wire::kTrain))
       throw_runtime("injected failure at step " + std::to_string(s.step) + " (DEVMAP_TEST_FAIL_AT_STEP)");
@@ -208,8 +253,25 @@ class Worker {
   }
 
  private:
+  // "op.param" names a parameter's value, "op.param.optK" its optimizer state K.
+  const Parameter* param_of(const std::string& name) const {
+    std::string base = name;
+    if (auto dot = name.rfind(".opt"); dot != std::string::npos && dot + 4 < name.size()) base = name.substr(0, dot);
+    for (const Parameter& p : exec_->parameters())
+      if (p.name == base) return &p;
+    throw_runtime("this worker holds no parameter named '" + name + "'");
+  }
+  float* tensor_for(const std::string& name) {
+    const Parameter* p = param_of(name);
+    if (p->name == name) return p->value.data();
+    size_t k = std::stoul(name.substr(name.rfind(".opt") + 4));
+    if (k >= p->state.size()) throw_runtime("parameter '" + p->name + "' has no optimizer state " + std::to_string(k));
+    return p->state[k].data();
+  }
+
   WorkerPlan plan_;
   ShmSegment segment_;
+  std::unique_ptr<ShmSegment> output_segment_;
   Partition partition_;
   std::unique_ptr<ShmChannel> channel_;
   std::unique_ptr<Executor> exec_;
@@ -239,6 +301,11 @@ void serve(const Args& args, const WorkerRuntime& rt) {
         case wire::MsgType::kStep:
           if (!worker) throw_runtime("STEP before PLAN");
           client.send(worker->step(m.as<wire::Step>()));
+          break;
+        case wire::MsgType::kParamsIo:
+          if (!worker) throw_runtime("PARAMS_IO before PLAN");
+          worker->params_io(decode_params_io(m.body));
+          client.send(wire::frame(wire::MsgType::kParamsDone, std::string_view()));
           break;
         case wire::MsgType::kShutdown:
           if (worker)

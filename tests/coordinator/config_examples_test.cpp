@@ -2,6 +2,8 @@
 // their comments promise.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "coordinator/config.h"
 
 namespace devmap {
@@ -28,6 +30,29 @@ TEST(ExampleConfigs, CnnHasTheReferenceShapeAndSettings) {
   EXPECT_EQ(c.devices[0].threads, 2);
   EXPECT_EQ(c.default_device, "cpu:0");
   for (const Node& n : c.graph.nodes()) EXPECT_EQ(n.device, "cpu:0") << n.name;
+}
+
+TEST(ExampleConfigs, SplitPutsTheDenseLayersOnTheSecondDevice) {
+  // tests/integration/split_training_test.cpp relies on this split.
+  const Config c = load_config(kConfigs + "fashion_mnist_cnn_split.yaml");
+  const Config one = load_config(kConfigs + "fashion_mnist_cnn.yaml");
+  ASSERT_EQ(c.graph.size(), one.graph.size());
+  const std::set<std::string> on_cpu1 = {"flat", "fc1", "relu3", "logits", "loss", "acc"};
+  for (int i = 0; i < c.graph.size(); ++i) {
+    const Node& n = c.graph.node(i);
+    EXPECT_EQ(n.name, one.graph.node(i).name);  // the same ops in the same order
+    EXPECT_EQ(n.device, on_cpu1.count(n.name) ? "cpu:1" : "cpu:0") << n.name;
+  }
+  EXPECT_EQ(c.placement_reason[static_cast<size_t>(c.graph.find("conv1"))], "group 'features'");
+  EXPECT_EQ(c.placement_reason[static_cast<size_t>(c.graph.find("fc1"))].rfind("device_map.place 'fc*' (", 0), 0u);
+  EXPECT_EQ(c.graph.param_count(), one.graph.param_count());
+  ASSERT_EQ(c.devices.size(), 2u);
+  for (const DeviceSpec& d : c.devices) EXPECT_EQ(d.threads, 1) << d.name;
+}
+
+TEST(ExampleConfigs, ThreeWaySplitLoads) {
+  const Config c = load_config(kConfigs + "fashion_mnist_cnn_3way.yaml");
+  EXPECT_EQ(c.devices.size(), 3u);
 }
 
 TEST(ExampleConfigs, MlpHasTheExpectedParameters) {

@@ -141,6 +141,20 @@ TEST(ConfigFields, PredictNeedsNoLossButTrainDoes) {
       "p.yaml:4:5: job is train, but the model has no labels op: add e.g. {name: label, op: labels, classes: 10}");
 }
 
+TEST(ConfigFields, LossAndMetricNeedAsManyClassesAsLogits) {
+  auto err = [](const std::string& extra) {
+    return error_of([&] { load_config_text(kMinimalModel + extra, "k.yaml"); });
+  };
+  EXPECT_NO_THROW(load_config_text(kMinimalModel, "k.yaml"));  // 3 logits, 3 classes
+  EXPECT_EQ(err("    - {name: acc, op: accuracy, inputs: [flat, label]}\n"),
+            "k.yaml:8:7: op 'acc': logits have 16 classes but labels 'label' has 3");
+  EXPECT_EQ(error_of([&] { load_config_text(kMinimalModel, "k.yaml", {"model.ops.label.classes=4"}); }),
+            "k.yaml:7:7: op 'loss': logits have 3 classes but labels 'label' has 4");
+  EXPECT_EQ(err("    - {name: pred, op: argmax, inputs: [logits]}\n"
+                "    - {name: acc, op: accuracy, inputs: [logits, pred]}\n"),
+            "k.yaml:9:7: op 'acc': its second input must be the labels op, got 'pred' (argmax)");
+}
+
 TEST(ConfigFields, ReportsOneMessagePerMistake) {
   auto err = [](const std::string& text) { return error_of([&] { load_config_text(text, "c.yaml"); }); };
   EXPECT_EQ(err(kMinimalModel + "train: {shuffle: maybe}\n"),

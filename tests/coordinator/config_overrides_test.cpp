@@ -45,7 +45,8 @@ TEST(Overrides, ValuesAreYaml) {
 }
 
 TEST(Overrides, ChangeAnOpsAttributeAndDevice) {
-  const Config c = load({"model.ops.logits.units=5", "devices.gpu:1.memory_limit=1GiB", "model.ops.flat.device=gpu:1"});
+  const Config c = load({"model.ops.logits.units=5", "model.ops.label.classes=5", "devices.gpu:1.memory_limit=1GiB",
+                         "model.ops.flat.device=gpu:1"});
   EXPECT_EQ(c.graph.node(c.graph.find("logits")).out_shape, (Shape{5}));
   ASSERT_NE(c.find_device("gpu:1"), nullptr);
   EXPECT_EQ(c.find_device("gpu:1")->memory_limit, int64_t{1} << 30);

@@ -5,7 +5,11 @@ Rebuilds in PyTorch exactly what devmap starts from: the initial weights
 (Philox-4x32-10 keyed by (seed, "op.param"), see core/random.h), the order
 of the training samples (Fisher-Yates driven by Philox keyed by
 (seed, "shuffle")), then trains the reference model with torch.optim.SGD and
-compares every step's loss with the one devmap's coordinator logged.
+compares every step's loss with the one devmap's coordinator logged. Then
+loads devmap's checkpoint (safetensors) into an equivalent PyTorch module
+with load_state_dict(strict=True), checks it against PyTorch's own trained
+weights, and checks that devmap's predict job gives the labels PyTorch
+gives with those weights.
 
   torch_equivalence.py COORDINATOR CONFIG [--steps N] [--rtol R]
 
@@ -85,6 +89,37 @@ def epoch_order(count, seed, epoch):
     return order
 
 
+class ReferenceCnn(nn.Module):
+    """configs/fashion_mnist_cnn.yaml in PyTorch, with devmap's op names."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 5, padding=2)
+        self.conv2 = nn.Conv2d(32, 64, 5, padding=2)
+        self.fc1 = nn.Linear(3136, 1024)
+        self.logits = nn.Linear(1024, 10)
+
+    def forward(self, x):
+        x = nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = nn.functional.max_pool2d(torch.relu(self.conv2(x)), 2)
+        return self.logits(torch.relu(self.fc1(x.flatten(1))))
+
+
+def read_safetensors(path):
+    """A safetensors file as a state dict (F32 only), read with the format's own rules."""
+    raw = open(path, "rb").read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        out[name] = torch.from_numpy(np.frombuffer(data[b:e], dtype="<f4").copy().reshape(t["shape"]))
+    return out
+
+
 def load(kind, limit):
     with gzip.open(f"{DATA}/{kind}-images-idx3-ubyte.gz") as f:
         x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)[:limit].astype(np.float32) / 255
@@ -107,24 +142,22 @@ def main():
         print("skipped: Fashion-MNIST is absent (scripts/setup.sh)")
         sys.exit(77)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        metrics = f"{tmp}/m.jsonl"
-        subprocess.run([a.coordinator, "train", a.config, "--metrics", metrics, "--log-every", "1",
-                        "--set", f"train.seed={a.seed}", "--set", f"train.batch_size={a.batch}",
-                        "--set", f"train.max_steps={a.steps}", "--set", f"data.train_limit={limit}",
-                        "--set", "data.test_limit=10", "--set", "devices.cpu:0.threads=1"],
-                       check=True, stderr=subprocess.DEVNULL)
-        ours = [json.loads(l)["loss"] for l in open(metrics) if json.loads(l)["event"] == "step"]
+    tmpdir = tempfile.TemporaryDirectory()
+    tmp = tmpdir.name
+    metrics, weights = f"{tmp}/m.jsonl", f"{tmp}/model.safetensors"
+    subprocess.run([a.coordinator, "train", a.config, "--metrics", metrics, "--log-every", "1",
+                    "--set", f"train.seed={a.seed}", "--set", f"train.batch_size={a.batch}",
+                    "--set", f"train.max_steps={a.steps}", "--set", f"data.train_limit={limit}",
+                    "--set", "data.test_limit=10", "--set", "devices.cpu:0.threads=1",
+                    "--set", f"train.checkpoint={weights}"],
+                   check=True, stderr=subprocess.DEVNULL)
+    ours = [json.loads(l)["loss"] for l in open(metrics) if json.loads(l)["event"] == "step"]
 
     torch.set_num_threads(1)
-    net = nn.Sequential(
-        nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(3136, 1024), nn.ReLU(), nn.Linear(1024, 10))
-    names = {0: "conv1", 3: "conv2", 7: "fc1", 9: "logits"}
+    net = ReferenceCnn()
     with torch.no_grad():
-        for idx, name in names.items():
-            layer = net[idx]
+        for name in ("conv1", "conv2", "fc1", "logits"):
+            layer = getattr(net, name)
             fan_in = int(np.prod(layer.weight.shape[1:]))
             layer.weight.copy_(init_param(a.seed, f"{name}.weight", tuple(layer.weight.shape), fan_in))
             layer.bias.copy_(init_param(a.seed, f"{name}.bias", tuple(layer.bias.shape), fan_in))
@@ -144,7 +177,37 @@ def main():
     for s in (0, 1, len(ours) // 2, len(ours) - 1):
         print(f"step {s + 1}: devmap {ours[s]:.7f}  pytorch {theirs[s]:.7f}")
     print(f"{len(ours)} steps, worst relative difference {worst:.2e} (tolerance {a.rtol:.0e})")
-    sys.exit(0 if len(ours) == a.steps and worst <= a.rtol else 1)
+    ok = len(ours) == a.steps and worst <= a.rtol
+
+    # devmap's checkpoint loads as it is, and holds what PyTorch trained.
+    loaded = ReferenceCnn()
+    loaded.load_state_dict(read_safetensors(weights), strict=True)
+    wdiff = max((p - q).abs().max().item() / max(q.abs().max().item(), 1e-12)
+                for p, q in zip(loaded.state_dict().values(), net.state_dict().values()))
+    print(f"checkpoint vs PyTorch's weights: worst relative difference {wdiff:.2e}")
+    ok = ok and wdiff <= a.rtol * 10
+
+    # devmap's predictions with those weights are PyTorch's.
+    xt, _ = load("t10k", 2000)
+    idx_path = f"{tmp}/test.idx"
+    with open(idx_path, "wb") as f:
+        f.write(bytes([0, 0, 8, 3]) + (2000).to_bytes(4, "big") + (28).to_bytes(4, "big") + (28).to_bytes(4, "big"))
+        f.write((xt.numpy() * 255).round().astype(np.uint8).tobytes())
+    preds = f"{tmp}/preds.csv"
+    subprocess.run([a.coordinator, "predict", a.config, "--weights", weights, "--input", idx_path,
+                    "--output", preds, "--batch", "500", "--metrics", f"{tmp}/p.jsonl"],
+                   check=True, stderr=subprocess.DEVNULL)
+    rows = open(preds).read().split("\n")
+    assert rows[0] == "ImageId,Label", rows[0]
+    devmap_labels = [int(r.split(",")[1]) for r in rows[1:] if r]
+    with torch.no_grad():
+        logits = loaded(torch.from_numpy((xt.numpy() * 255).round() / 255))
+    torch_labels = logits.argmax(1).tolist()
+    same = sum(int(p == q) for p, q in zip(devmap_labels, torch_labels))
+    print(f"predict: {same} of {len(torch_labels)} labels equal PyTorch's")
+    ok = ok and len(devmap_labels) == 2000 and same >= 1998  # a near-tie may flip in the last bit
+    tmpdir.cleanup()
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,37 @@
+// Checkpoints: the weights in safetensors (named "op.param", PyTorch layouts:
+// conv OIHW, dense [out, in]), so they load into an equivalent PyTorch model
+// as they are; and, beside them, the training state (optimizer state as
+// "op.param.optK" tensors, step and epoch as metadata). Workers write their
+// own tensors straight into the file at offsets the coordinator laid out;
+// the file appears under its name only when complete (temporary file,
+// fsync, rename, fsync of the folder). Nothing depends on placement.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "coordinator/worker_group.h"
+#include "core/graph.h"
+
+namespace devmap {
+
+struct TrainingState {
+  int64_t step = 0;   // steps done
+  int64_t epoch = 0;  // epochs completed
+  uint64_t seed = 0;
+};
+
+// "x/model.safetensors" -> "x/model.state.safetensors".
+std::string state_path_for(const std::string& weights_path);
+
+// Number of optimizer state tensors per parameter.
+int optimizer_state_count(const OptimizerConfig& optimizer);
+
+void save_checkpoint(WorkerGroup& workers, const Graph& graph, const OptimizerConfig& optimizer,
+                     const std::string& weights_path, const TrainingState& state);
+
+// Validates `weights_path` against the graph's parameters (every one
+// present with its shape, nothing extra) and has the workers read them.
+void load_weights(WorkerGroup& workers, const Graph& graph, const std::string& weights_path);
+
+}  // namespace devmap

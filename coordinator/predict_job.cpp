@@ -1,0 +1,104 @@
+#include "coordinator/predict_job.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "coordinator/batch_feeder.h"
+#include "coordinator/checkpoint.h"
+#include "coordinator/image_input.h"
+#include "coordinator/metrics_log.h"
+#include "coordinator/progress_bar.h"
+#include "coordinator/session.h"
+
+namespace devmap {
+namespace {
+
+// The op whose output is the predicted class: an argmax op of the model, or
+// one added on the loss's logits (placed with them).
+int prediction_node(Graph& g, const std::string& config_path) {
+  for (int i = 0; i < g.size(); ++i)
+    if (g.node(i).op() == "argmax") return i;
+  int loss = g.find_role(OpRole::kLoss);
+  if (loss < 0)
+    throw_invalid(config_path + ": predict needs an argmax op, or a softmax_cross_entropy op whose logits to use");
+  const Node& logits = g.node(g.node(loss).inputs[0]);
+  Node n;
+  n.name = "prediction";
+  while (g.find(n.name) >= 0) n.name += "_";
+  n.schema = find_op("argmax");
+  n.inputs = {g.node(loss).inputs[0]};
+  n.device = logits.device;
+  int id = g.add(std::move(n));
+  g.infer();
+  return id;
+}
+
+}  // namespace
+
+int run_predict(const Config& config, const RunOptions& options, const PredictOptions& po) {
+  if (po.weights.empty() || po.input.empty() || po.output.empty())
+    throw_invalid("predict needs --weights FILE, --input FILE and --output FILE (see --help)");
+  Graph graph = config.graph;
+  int pred = prediction_node(graph, config.path);
+  int image_node = graph.find_role(OpRole::kImageInput);
+  int label_node = graph.find_role(OpRole::kLabelInput);
+  if (image_node < 0) throw_invalid(config.path + ": the model has no input op to feed");
+  Dataset input = load_prediction_input(po.input, graph.node(image_node).out_shape);
+  const int64_t batch = po.batch > 0 ? po.batch : config.train.eval_batch_size;
+
+  std::ofstream out(po.output, std::ios::trunc);
+  if (!out) throw_invalid("cannot write predictions to '" + po.output + "'");
+  Session session(config, options, graph, /*training=*/false, {pred}, batch);
+  if (options.log_placement) log_placement(config, session.partition(), batch, std::cerr);
+  MetricsLog metrics(options.metrics_path, config.path, config.resolved_yaml);
+  session.start();
+  load_weights(session.workers(), session.graph(), po.weights);
+  {
+    JsonObject j;
+    j.add("event", "start").add("job", "predict").add("run_id", session.run().run_id());
+    j.add("weights", po.weights).add("input", po.input).add("images", input.count).add("batch", batch);
+    metrics.write(j);
+  }
+  std::cerr << "devmap: predicting " << input.count << " images of " << po.input << " in batches of " << batch
+            << "\n";
+
+  out << "ImageId,Label\n";
+  const uint64_t pred_off = session.output_layout().input_offsets[0];
+  BatchFeeder feeder(session.workers(), session.input(), session.layout(), image_node, label_node);
+  ProgressBar bar("predict", input.count, std::max<int64_t>(input.count / 10, 1));
+  auto t0 = std::chrono::steady_clock::now();
+  int64_t done = 0;
+  std::vector<int64_t> order = epoch_order(input.count, 0, 0, false);
+  feeder.run(input, order, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
+    const char* base = static_cast<const char*>(session.output()->data()) + slot * session.output_layout().slot_bytes;
+    const float* labels = reinterpret_cast<const float*>(base + pred_off);
+    char line[32];
+    for (int64_t k = 0; k < n; ++k) {
+      int len = std::snprintf(line, sizeof line, "%lld,%d\n", static_cast<long long>(done + k + 1),
+                              static_cast<int>(labels[k]));
+      out.write(line, len);
+    }
+    done += n;
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    char status[48];
+    std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
+    bar.update(done, status);
+  });
+  out.flush();
+  if (!out) throw_runtime("writing " + po.output + " failed");
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  char status[48];
+  std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
+  bar.finish(status);
+  session.workers().shutdown();
+  JsonObject j;
+  j.add("event", "done").add("job", "predict").add("images", done).add("seconds", secs);
+  j.add("images_per_s", static_cast<double>(done) / secs).add("output", po.output);
+  metrics.write(j);
+  std::cerr << "devmap: wrote " << done << " predictions to " << po.output << "\n";
+  return 0;
+}
+
+}  // namespace devmap

@@ -1,0 +1,23 @@
+// The predict job: loads trained weights, runs the model's forward pass
+// (split across devices by the device map) over every image of an input
+// file and streams "ImageId,Label" lines (1-based ids) to a CSV file as each
+// batch arrives: no process ever holds all the outputs.
+#pragma once
+
+#include <string>
+
+#include "coordinator/config.h"
+#include "coordinator/run_options.h"
+
+namespace devmap {
+
+struct PredictOptions {
+  std::string weights;  // safetensors from a train run
+  std::string input;    // IDX images or CSV pixel rows
+  std::string output;   // CSV to write
+  int64_t batch = 0;    // images per step; 0: train.eval_batch_size
+};
+
+int run_predict(const Config& config, const RunOptions& options, const PredictOptions& predict);
+
+}  // namespace devmap

@@ -1,0 +1,30 @@
+// PARAMS_IO: the coordinator asks a worker to write its parameters (or
+// optimizer state) into, or read them from, byte ranges of a file that the
+// coordinator laid out (a safetensors file). Tensor bytes go straight
+// between the worker's memory and the file; the coordinator never holds
+// them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace devmap {
+
+struct ParamsIo {
+  enum class Op : uint8_t { kSave = 0, kLoad = 1 };
+  struct Entry {
+    std::string name;  // "conv1.weight", or "conv1.weight.opt0" for optimizer state slot 0
+    uint64_t offset = 0;  // absolute file offset
+    uint64_t bytes = 0;
+  };
+  Op op = Op::kSave;
+  std::string path;
+  std::vector<Entry> entries;
+};
+
+std::string encode_params_io(const ParamsIo& io);
+ParamsIo decode_params_io(std::string_view bytes);  // throws devmap::Error on malformed bytes
+
+}  // namespace devmap
