@@ -40,20 +40,6 @@ inline void copy_row(float* dst, const float* src, int64_t n) {
   std::memcpy(dst + n - 4, src + n - 4, 4 * sizeof(float));
 }
 
-// dst[0, n) += src[0, n), four at a time (a fixed-size block vectorises
-// without alias checks), then the tail; one add per element either way.
-inline void add_row(float* dst, const float* src, int64_t n) {
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    float a[4], b[4];
-    std::memcpy(a, dst + i, sizeof a);
-    std::memcpy(b, src + i, sizeof b);
-    for (int j = 0; j < 4; ++j) a[j] += b[j];
-    std::memcpy(dst + i, a, sizeof a);
-  }
-  for (; i < n; ++i) dst[i] += src[i];
-}
-
 void im2col_padded(const ConvGeometry& g, const float* plane, float* cols, int64_t ld) {
   const int64_t k = g.kernel, p = g.padding, pw = g.width + 2 * p, ph = g.height + 2 * p, ow_n = g.out_w;
   float buf[kPaddedMax];
@@ -79,7 +65,11 @@ void col2im_padded(const ConvGeometry& g, const float* cols, int64_t ld, float* 
   for (int64_t kh = 0; kh < k; ++kh)
     for (int64_t kw = 0; kw < k; ++kw) {
       const float* row = cols + (kh * k + kw) * ld;
-      for (int64_t oh = 0; oh < g.out_h; ++oh) add_row(buf + (oh + kh) * pw + kw, row + oh * ow_n, ow_n);
+      for (int64_t oh = 0; oh < g.out_h; ++oh) {
+        float* dst = buf + (oh + kh) * pw + kw;
+        const float* src = row + oh * ow_n;
+        for (int64_t ow = 0; ow < ow_n; ++ow) dst[ow] += src[ow];
+      }
     }
   for (int64_t ih = 0; ih < g.height; ++ih)
     std::memcpy(plane + ih * g.width, buf + (ih + p) * pw + p, static_cast<size_t>(g.width) * sizeof(float));

@@ -34,7 +34,8 @@ TrainRun train(const std::string& config, int threads, const std::string& dir, c
   std::vector<std::string> args = {DEVMAP_COORDINATOR_BIN, "train", kConfigs + config, "--metrics", r.metrics,
                                    "--log-every", "1", "--set", "data.train_limit=1600", "--set",
                                    "data.test_limit=100", "--set", "train.batch_size=16", "--set",
-                                   "train.max_steps=" + std::to_string(kSteps)};
+                                   "train.max_steps=" + std::to_string(kSteps), "--set",
+                                   "train.checkpoint=" + r.metrics + ".safetensors"};
   // Every device of the config gets the same thread count.
   int devices = config.find("3way") != std::string::npos ? 3 : config.find("split") != std::string::npos ? 2 : 1;
   for (int d = 0; d < devices; ++d)

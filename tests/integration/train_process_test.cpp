@@ -52,7 +52,9 @@ std::vector<std::string> small_run_args(const std::string& metrics, int steps) {
           "--set",
           "train.max_steps=" + std::to_string(steps),
           "--set",
-          "devices.cpu:0.threads=1"};
+          "devices.cpu:0.threads=1",
+          "--set",
+          "train.checkpoint=" + metrics + ".safetensors"};
 }
 
 // Nothing of the run is left: no segment named after its run id, and no
