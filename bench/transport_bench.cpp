@@ -26,7 +26,9 @@ using Clock = std::chrono::steady_clock;
 using devmap::ChannelEdge;
 using devmap::ShmChannel;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 struct Endpoints {
   std::string dir;
@@ -78,9 +80,8 @@ void handoffs(size_t bytes, double budget) {
   ch.acquire(0, count + 1, 4);  // both slots released: the consumer has read everything
   double t = seconds_since(t0);
   ::waitpid(child, nullptr, 0);
-  std::printf("%10zu B  %8d handoffs  %10.1f us/handoff  %8.2f GB/s  copied %llu B\n", bytes, count,
-              t / count * 1e6, static_cast<double>(bytes) * count / t / 1e9,
-              static_cast<unsigned long long>(ch.stats().bytes_copied));
+  std::printf("%10zu B  %8d handoffs  %10.1f us/handoff  %8.2f GB/s  copied %llu B\n", bytes, count, t / count * 1e6,
+              static_cast<double>(bytes) * count / t / 1e9, static_cast<unsigned long long>(ch.stats().bytes_copied));
 }
 
 void zmq_round_trip() {

@@ -61,8 +61,8 @@ Dataset load_prediction_input(const std::string& path, const Shape& expected) {
   d.count = img.count;
   d.sample_shape = Shape{1, img.rows, img.cols};
   if (d.sample_shape != expected)
-    throw_invalid(path + ": images are " + d.sample_shape.to_string() + " per sample, but the model's input op expects " +
-                  expected.to_string());
+    throw_invalid(path + ": images are " + d.sample_shape.to_string() +
+                  " per sample, but the model's input op expects " + expected.to_string());
   d.pixels = std::move(img.pixels);
   d.labels.assign(static_cast<size_t>(d.count), 0);
   return d;

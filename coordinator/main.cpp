@@ -3,8 +3,8 @@
 
 #include "coordinator/cli.h"
 #include "coordinator/config.h"
-#include "coordinator/signals.h"
 #include "coordinator/predict_job.h"
+#include "coordinator/signals.h"
 #include "coordinator/train_job.h"
 
 #ifndef DEVMAP_VERSION

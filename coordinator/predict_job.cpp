@@ -61,8 +61,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
     j.add("weights", po.weights).add("input", po.input).add("images", input.count).add("batch", batch);
     metrics.write(j);
   }
-  std::cerr << "devmap: predicting " << input.count << " images of " << po.input << " in batches of " << batch
-            << "\n";
+  std::cerr << "devmap: predicting " << input.count << " images of " << po.input << " in batches of " << batch << "\n";
 
   out << "ImageId,Label\n";
   const uint64_t pred_off = session.output_layout().input_offsets[0];

@@ -19,8 +19,10 @@ std::string worker_program(const RunOptions& options, DeviceKind kind) {
   std::string name = kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
   std::filesystem::path dir = options.worker_dir;
   if (dir.empty()) {
-    if (const char* env = std::getenv("DEVMAP_WORKER_DIR")) dir = env;
-    else dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+    if (const char* env = std::getenv("DEVMAP_WORKER_DIR"))
+      dir = env;
+    else
+      dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
   }
   std::filesystem::path p = dir / name;
   if (::access(p.c_str(), X_OK) != 0)
@@ -77,8 +79,8 @@ void log_placement(const Config& config, const Partition& partition, int64_t bat
       totals[{e.producer, c}] += e.bytes(batch);
     }
     os << "  " << e.name << (e.backward ? " (gradient)" : "") << " " << e.per_sample.with_batch(batch).to_string()
-       << ": " << e.producer << " -> " << to << ", " << e.bytes(batch) << " bytes (" << mib(static_cast<double>(e.bytes(batch)))
-       << ") per step\n";
+       << ": " << e.producer << " -> " << to << ", " << e.bytes(batch) << " bytes ("
+       << mib(static_cast<double>(e.bytes(batch))) << ") per step\n";
   }
   if (!totals.empty()) os << "bytes crossing per step:\n";
   for (const auto& [pair, bytes] : totals)
@@ -108,7 +110,8 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
       input_(ShmSegment::create(run_.segment_name("input"), layout_.total_bytes())) {
   check_devices(config, partition_);
   if (!outputs.empty())
-    output_ = std::make_unique<ShmSegment>(ShmSegment::create(run_.segment_name("output"), output_layout_.total_bytes()));
+    output_ =
+        std::make_unique<ShmSegment>(ShmSegment::create(run_.segment_name("output"), output_layout_.total_bytes()));
   std::string prefix = run_.segment_name("");
   for (const ChannelEdge& e : channel_edges(partition_, prefix, max_batch))
     edge_segments_.push_back(ShmSegment::create(e.segment, e.slot_bytes * e.slots));
@@ -136,15 +139,13 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
     l.plan.layout = layout_;
     l.plan.run_prefix = prefix;
     l.plan.run_dir = run_.directory();
-    // Workers take turns on shared cores: OpenBLAS's idle threads must sleep
-    // at once instead of spinning (its default) on the cores a peer needs.
-    if (partition_.devices.size() > 1 && !std::getenv("OPENBLAS_THREAD_TIMEOUT"))
-      l.extra_env.push_back("OPENBLAS_THREAD_TIMEOUT=4");
     launches.push_back(std::move(l));
   }
   group_ = std::make_unique<WorkerGroup>(run_, std::move(launches), [] { return interrupted(); });
 }
 
-void Session::start() { group_->start(std::chrono::seconds(60)); }
+void Session::start() {
+  group_->start(std::chrono::seconds(60));
+}
 
 }  // namespace devmap

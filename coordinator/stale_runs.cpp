@@ -23,7 +23,9 @@ int run_owner_pid(const std::string& name) {
 
 namespace {
 
-bool owner_gone(int pid) { return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH; }
+bool owner_gone(int pid) {
+  return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
+}
 
 }  // namespace
 

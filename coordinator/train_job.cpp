@@ -130,8 +130,8 @@ int run_train(const Config& config, const RunOptions& options) {
   std::string where;
   for (const std::string& d : session.partition().devices)
     where += (where.empty() ? "" : ", ") + d + " (" + std::to_string(config.find_device(d)->threads) + " threads)";
-  std::cerr << "devmap: training " << config.path << " on " << where << ", " << graph.param_count()
-            << " parameters, " << train.count << " training / " << test.count << " test images\n";
+  std::cerr << "devmap: training " << config.path << " on " << where << ", " << graph.param_count() << " parameters, "
+            << train.count << " training / " << test.count << " test images\n";
 
   BatchFeeder feeder(group, session.input(), layout, image_node, label_node);
   if (options.param_stats) feeder.set_first_step_flags(wire::kParamStats);

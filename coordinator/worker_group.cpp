@@ -69,7 +69,7 @@ void WorkerGroup::start(milliseconds timeout) {
     std::string name = prog.substr(prog.find_last_of('/') + 1);
     w->process = std::make_unique<WorkerProcess>(
         prog, std::vector<std::string>{"--endpoint", server_->endpoint(), "--device", w->device()},
-        name + " for " + w->device(), w->launch.extra_env);
+        name + " for " + w->device());
   }
   info_.assign(workers_.size(), WorkerInfo{});
   auto deadline = Clock::now() + timeout;

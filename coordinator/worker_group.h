@@ -22,7 +22,6 @@ namespace devmap {
 struct WorkerLaunch {
   std::string program;  // path of worker_cpu / worker_gpu
   WorkerPlan plan;
-  std::vector<std::string> extra_env;  // "NAME=value" added to the worker's environment
 };
 
 struct StepResult {
@@ -61,8 +60,7 @@ class WorkerGroup {
 
   // Sends each listed worker its frame and waits until each has answered
   // with `reply` (a worker's ERROR or death ends the wait with an Error).
-  void request(const std::map<std::string, std::string>& frame_by_device, wire::MsgType reply,
-               const std::string& what);
+  void request(const std::map<std::string, std::string>& frame_by_device, wire::MsgType reply, const std::string& what);
 
   // Asks every worker to exit, collects its BYE (peak memory) and reaps it;
   // a worker that does not exit in time is killed.

@@ -15,22 +15,8 @@ extern char** environ;
 
 namespace devmap {
 
-WorkerProcess::WorkerProcess(const std::string& program, const std::vector<std::string>& args, std::string label,
-                             const std::vector<std::string>& extra_env)
+WorkerProcess::WorkerProcess(const std::string& program, const std::vector<std::string>& args, std::string label)
     : label_(std::move(label)) {
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    std::string var = *e;
-    bool overridden = false;
-    for (const std::string& x : extra_env)
-      overridden = overridden || var.compare(0, x.find('=') + 1, x, 0, x.find('=') + 1) == 0;
-    if (!overridden) env_strings.push_back(std::move(var));
-  }
-  env_strings.insert(env_strings.end(), extra_env.begin(), extra_env.end());
-  std::vector<char*> envp;
-  for (std::string& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(program.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -48,7 +34,7 @@ WorkerProcess::WorkerProcess(const std::string& program, const std::vector<std::
   sigaddset(&defaults, SIGTERM);
   sigaddset(&defaults, SIGPIPE);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  int rc = posix_spawn(&pid_, program.c_str(), nullptr, &attr, argv.data(), envp.data());
+  int rc = posix_spawn(&pid_, program.c_str(), nullptr, &attr, argv.data(), environ);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) throw_runtime("cannot start " + program + ": " + std::strerror(rc));
 }

@@ -13,11 +13,9 @@ namespace devmap {
 
 class WorkerProcess {
  public:
-  // Starts `program` with `args` and this process's environment plus
-  // `extra_env` ("NAME=value", overriding same-named variables). Throws
+  // Starts `program` with `args` and this process's environment. Throws
   // devmap::Error (kRuntime) when the program cannot be started.
-  WorkerProcess(const std::string& program, const std::vector<std::string>& args, std::string label,
-                const std::vector<std::string>& extra_env = {});
+  WorkerProcess(const std::string& program, const std::vector<std::string>& args, std::string label);
   ~WorkerProcess();
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;

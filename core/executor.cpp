@@ -9,9 +9,9 @@
 
 namespace devmap {
 
-Executor::Executor(const Graph& graph, Program program, const KernelFactory& kernels,
-                   const OptimizerConfig& optimizer, int threads, uint64_t seed, const DeviceProgram* part,
-                   const std::vector<Edge>* edges, Channel* channel)
+Executor::Executor(const Graph& graph, Program program, const KernelFactory& kernels, const OptimizerConfig& optimizer,
+                   int threads, uint64_t seed, const DeviceProgram* part, const std::vector<Edge>* edges,
+                   Channel* channel)
     : graph_(graph),
       program_(std::move(program)),
       edges_(edges),
@@ -115,7 +115,9 @@ TensorView Executor::view(int tensor, int64_t batch) const {
   return TensorView{bound ? bound : buffers_[static_cast<size_t>(tensor)].data(), tensor_shape(tensor, batch)};
 }
 
-TensorView Executor::output(int node, int64_t batch) const { return view(node, batch); }
+TensorView Executor::output(int node, int64_t batch) const {
+  return view(node, batch);
+}
 
 KernelContext Executor::context(const StepInfo& info) {
   KernelContext ctx;
@@ -130,7 +132,9 @@ KernelContext Executor::context(const StepInfo& info) {
   return ctx;
 }
 
-void Executor::forward(int64_t batch, const StepInfo& info) { run(forward_, batch, info, false); }
+void Executor::forward(int64_t batch, const StepInfo& info) {
+  run(forward_, batch, info, false);
+}
 
 void Executor::backward(int64_t batch, const StepInfo& info, bool accumulate) {
   assert(program_.loss_grad >= 0);
@@ -161,9 +165,7 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
             ForwardArgs{node, inputs, params, view(ins.out[0], batch), ctx});
         break;
       }
-      case InstrKind::kBackward:
-        run_kernel_backward(ins, batch, ctx, accumulate);
-        break;
+      case InstrKind::kBackward: run_kernel_backward(ins, batch, ctx, accumulate); break;
       case InstrKind::kSumGrads: {
         TensorView out = view(ins.out[0], batch);
         std::vector<const float*> parts;
@@ -177,12 +179,8 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
         });
         break;
       }
-      case InstrKind::kSend:
-        channel_->send(ins.node, info.step);
-        break;
-      case InstrKind::kRecv:
-        bound_[static_cast<size_t>(ins.out[0])] = channel_->receive(ins.node, info.step);
-        break;
+      case InstrKind::kSend: channel_->send(ins.node, info.step); break;
+      case InstrKind::kRecv: bound_[static_cast<size_t>(ins.out[0])] = channel_->receive(ins.node, info.step); break;
     }
     if (profiling_) record(ins, batch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
@@ -200,9 +198,7 @@ void Executor::record(const Instr& ins, int64_t batch, double seconds) {
       profile_.add(n.name, ProfileDirection::kBackward, seconds, n.backward_flops(batch));
       break;
     }
-    case InstrKind::kSumGrads:
-      profile_.add(graph_.node(ins.node).name, ProfileDirection::kSumGrads, seconds, 0);
-      break;
+    case InstrKind::kSumGrads: profile_.add(graph_.node(ins.node).name, ProfileDirection::kSumGrads, seconds, 0); break;
     case InstrKind::kSend:
     case InstrKind::kRecv: {
       const Edge& e = (*edges_)[static_cast<size_t>(ins.node)];
@@ -256,6 +252,8 @@ void Executor::apply_optimizer(int64_t step) {
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0);
 }
 
-float Executor::scalar(int node) const { return view(node, 1)[0]; }
+float Executor::scalar(int node) const {
+  return view(node, 1)[0];
+}
 
 }  // namespace devmap

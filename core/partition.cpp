@@ -10,10 +10,14 @@
 namespace devmap {
 namespace {
 
-bool is_fed(const Graph& g, int node) { return g.node(node).schema->num_inputs == 0; }
+bool is_fed(const Graph& g, int node) {
+  return g.node(node).schema->num_inputs == 0;
+}
 
 // The device an instruction runs on.
-const std::string& device_of(const Graph& g, const Instr& ins) { return g.node(ins.node).device; }
+const std::string& device_of(const Graph& g, const Instr& ins) {
+  return g.node(ins.node).device;
+}
 
 // Tensors an instruction reads, in a fixed order.
 std::vector<int> reads(const Graph& g, const Instr& ins) {

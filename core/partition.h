@@ -20,8 +20,8 @@ namespace devmap {
 // once, into a slot of the edge's ring, and go to each consumer once.
 struct Edge {
   int id = 0;
-  int tensor = -1;     // program tensor id
-  std::string name;    // the tensor's name, "conv2" or "fc1@grad"
+  int tensor = -1;        // program tensor id
+  std::string name;       // the tensor's name, "conv2" or "fc1@grad"
   bool backward = false;  // a gradient (else a forward activation)
   std::string producer;
   std::vector<std::string> consumers;

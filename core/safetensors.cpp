@@ -51,7 +51,9 @@ class JsonReader {
         if (pos_ >= s_.size()) fail("unterminated escape");
         char e = s_[pos_++];
         switch (e) {
-          case '"': case '\\': case '/': out += e; break;
+          case '"':
+          case '\\':
+          case '/': out += e; break;
           case 'b': out += '\b'; break;
           case 'f': out += '\f'; break;
           case 'n': out += '\n'; break;
@@ -79,7 +81,8 @@ class JsonReader {
   }
   uint64_t integer() {
     ws();
-    if (pos_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[pos_]))) fail("expected a non-negative integer");
+    if (pos_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[pos_])))
+      fail("expected a non-negative integer");
     uint64_t v = 0;
     while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
       uint64_t d = static_cast<uint64_t>(s_[pos_++] - '0');
@@ -229,8 +232,7 @@ SafetensorsLayout parse_safetensors_header(const std::string& bytes, uint64_t fi
         r.fail("unknown field '" + field + "' in '" + key + "'");
       }
     });
-    if (dtype != "F32")
-      throw_invalid(name + ": tensor '" + key + "' has dtype '" + dtype + "'; devmap reads F32 only");
+    if (dtype != "F32") throw_invalid(name + ": tensor '" + key + "' has dtype '" + dtype + "'; devmap reads F32 only");
     if (!has_shape || !has_offsets) throw_invalid(name + ": tensor '" + key + "' lacks shape or data_offsets");
     if (e.begin > e.end || e.end > l.data_bytes)
       throw_invalid(name + ": tensor '" + key + "' has offsets [" + std::to_string(e.begin) + ", " +

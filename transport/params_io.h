@@ -15,7 +15,7 @@ namespace devmap {
 struct ParamsIo {
   enum class Op : uint8_t { kSave = 0, kLoad = 1 };
   struct Entry {
-    std::string name;  // "conv1.weight", or "conv1.weight.opt0" for optimizer state slot 0
+    std::string name;     // "conv1.weight", or "conv1.weight.opt0" for optimizer state slot 0
     uint64_t offset = 0;  // absolute file offset
     uint64_t bytes = 0;
   };

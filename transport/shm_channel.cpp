@@ -135,7 +135,8 @@ float* ShmChannel::receive(int edge, int64_t step) {
 void ShmChannel::release(int64_t step) {
   for (auto [edge, slot] : held_) {
     EdgeState& st = state(edge);
-    push(st.edge.producer, wire::MsgType::kSlotRelease, wire::TensorHandle{static_cast<uint32_t>(edge), slot, step, 0, 0});
+    push(st.edge.producer, wire::MsgType::kSlotRelease,
+         wire::TensorHandle{static_cast<uint32_t>(edge), slot, step, 0, 0});
   }
   held_.clear();
 }

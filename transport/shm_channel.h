@@ -34,10 +34,10 @@ struct ChannelEdge {
 };
 
 struct ChannelStats {
-  uint64_t handoffs = 0;        // tensors sent
-  uint64_t bytes_handed = 0;    // bytes those tensors hold
-  uint64_t bytes_copied = 0;    // bytes this transport copied (none on CPU-to-CPU edges)
-  double wait_seconds = 0;      // time blocked in acquire/receive
+  uint64_t handoffs = 0;      // tensors sent
+  uint64_t bytes_handed = 0;  // bytes those tensors hold
+  uint64_t bytes_copied = 0;  // bytes this transport copied (none on CPU-to-CPU edges)
+  double wait_seconds = 0;    // time blocked in acquire/receive
 };
 
 class ShmChannel : public Channel {

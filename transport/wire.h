@@ -97,18 +97,18 @@ struct ParamStat {
 static_assert(sizeof(ParamStat) == 64 && std::is_trivially_copyable_v<ParamStat>);
 
 struct Bye {
-  uint64_t vm_hwm_bytes;           // the worker process's peak resident set (VmHWM)
+  uint64_t vm_hwm_bytes;            // the worker process's peak resident set (VmHWM)
   uint64_t transport_bytes_copied;  // bytes its transport copied (0: tensors were read in place)
-  uint64_t handoffs;               // tensors it sent to other workers
-  uint64_t bytes_handed;           // bytes those tensors held
-  uint32_t profile_entries;        // ProfileRecord entries that follow (--profile)
+  uint64_t handoffs;                // tensors it sent to other workers
+  uint64_t bytes_handed;            // bytes those tensors held
+  uint32_t profile_entries;         // ProfileRecord entries that follow (--profile)
   uint32_t reserved;
 };
 static_assert(sizeof(Bye) == 40 && std::is_trivially_copyable_v<Bye>);
 
 // One line of a worker's per-op timing.
 struct ProfileRecord {
-  char name[48];  // op or edge name, NUL-terminated
+  char name[48];       // op or edge name, NUL-terminated
   uint32_t direction;  // core/profile.h ProfileDirection
   uint32_t reserved;
   uint64_t calls;

@@ -5,12 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <filesystem>
-
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -113,12 +112,10 @@ class Worker {
     const DeviceProgram& mine = partition_.program_for(plan_.device);
     std::vector<ChannelEdge> edges = channel_edges(partition_, plan_.run_prefix, plan_.max_batch, plan_.device);
     if (!edges.empty())
-      channel_ = std::make_unique<ShmChannel>(ctx, plan_.device, data_endpoints(partition_, plan_.run_dir), edges,
-                                              [parent] {
-                                                if (::getppid() != parent)
-                                                  throw_runtime("the coordinator (pid " + std::to_string(parent) +
-                                                                ") is gone");
-                                              });
+      channel_ =
+          std::make_unique<ShmChannel>(ctx, plan_.device, data_endpoints(partition_, plan_.run_dir), edges, [parent] {
+            if (::getppid() != parent) throw_runtime("the coordinator (pid " + std::to_string(parent) + ") is gone");
+          });
     exec_ = std::make_unique<Executor>(plan_.graph, std::move(program), *rt.kernels, plan_.optimizer, plan_.threads,
                                        plan_.seed, &mine, &partition_.edges, channel_.get());
     exec_->reserve(plan_.max_batch);
@@ -193,7 +190,8 @@ class Worker {
   }
 
   std::string step(const wire::Step& s) {
-    if (s.slot >= plan_.layout.slots || (output_segment_ && s.slot >= plan_.output_layout.slots) || s.batch < 1 || s.batch > plan_.max_batch)
+    if (s.slot >= plan_.layout.slots || (output_segment_ && s.slot >= plan_.output_layout.slots) || s.batch < 1 ||
+        s.batch > plan_.max_batch)
       throw_runtime("STEP out of range: slot " + std::to_string(s.slot) + ", batch " + std::to_string(s.batch));
     auto* base = static_cast<char*>(segment_.data()) + s.slot * plan_.layout.slot_bytes;
     for (size_t k = 0; k < plan_.layout.input_nodes.size(); ++k)

@@ -53,8 +53,8 @@ TEST(Partition, OneDeviceHasNoEdges) {
 }
 
 TEST(Partition, AChainCutOnceSendsTheActivationForwardAndItsGradientBack) {
-  Graph g = placed(reference_cnn(), {{"flat", "cpu:1"}, {"fc1", "cpu:1"}, {"relu3", "cpu:1"},
-                                     {"logits", "cpu:1"}, {"loss", "cpu:1"}});
+  Graph g = placed(reference_cnn(),
+                   {{"flat", "cpu:1"}, {"fc1", "cpu:1"}, {"relu3", "cpu:1"}, {"logits", "cpu:1"}, {"loss", "cpu:1"}});
   Partition p = partition_program(g, build_training_program(g));
   ASSERT_EQ(p.edges.size(), 2u);
   const Edge* fwd = edge_named(p, "pool2");

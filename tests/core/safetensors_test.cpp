@@ -26,8 +26,8 @@ std::string error_of(const std::string& file) {
 }
 
 TEST(Safetensors, LayoutRoundTrips) {
-  SafetensorsLayout l = make_safetensors_layout({{"conv1.weight", Shape{32, 1, 5, 5}}, {"conv1.bias", Shape{32}}},
-                                                {{"step", "42"}});
+  SafetensorsLayout l =
+      make_safetensors_layout({{"conv1.weight", Shape{32, 1, 5, 5}}, {"conv1.bias", Shape{32}}}, {{"step", "42"}});
   EXPECT_EQ(l.header.size() % 8, 0u);
   EXPECT_EQ(l.data_bytes, (800u + 32u) * 4u);
   SafetensorsLayout r = parse_safetensors_header(file_with(l.header, l.data_bytes), l.data_start + l.data_bytes, "w");

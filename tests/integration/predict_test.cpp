@@ -18,11 +18,11 @@ class Predict : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!std::filesystem::exists(kTest)) GTEST_SKIP() << kTest << " is absent: run scripts/setup.sh";
-    ProcessResult r = run_process({DEVMAP_COORDINATOR_BIN, "train", kConfigs + "fashion_mnist_cnn_split.yaml",
-                                   "--metrics", dir_.path() + "/train.jsonl", "--set", "train.max_steps=20", "--set",
-                                   "data.train_limit=1280", "--set", "data.test_limit=100", "--set",
-                                   "train.checkpoint=" + weights_},
-                                  dir_.path(), {"TMPDIR=" + dir_.path()});
+    ProcessResult r =
+        run_process({DEVMAP_COORDINATOR_BIN, "train", kConfigs + "fashion_mnist_cnn_split.yaml", "--metrics",
+                     dir_.path() + "/train.jsonl", "--set", "train.max_steps=20", "--set", "data.train_limit=1280",
+                     "--set", "data.test_limit=100", "--set", "train.checkpoint=" + weights_},
+                    dir_.path(), {"TMPDIR=" + dir_.path()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   ProcessResult predict(const std::string& config, const std::string& input, const std::string& output) {
@@ -69,10 +69,10 @@ TEST_F(Predict, DamagedWeightsAreABadInputError) {
   std::string bad = dir_.path() + "/bad.safetensors";
   std::string bytes = read_file(weights_);
   std::ofstream(bad) << bytes.substr(0, bytes.size() - 4);  // a truncated file
-  ProcessResult r = run_process({DEVMAP_COORDINATOR_BIN, "predict", kConfigs + "fashion_mnist_cnn.yaml", "--weights",
-                                 bad, "--input", kTest, "--output", dir_.path() + "/x.csv", "--metrics",
-                                 dir_.path() + "/p.jsonl"},
-                                dir_.path(), {"TMPDIR=" + dir_.path()});
+  ProcessResult r =
+      run_process({DEVMAP_COORDINATOR_BIN, "predict", kConfigs + "fashion_mnist_cnn.yaml", "--weights", bad, "--input",
+                   kTest, "--output", dir_.path() + "/x.csv", "--metrics", dir_.path() + "/p.jsonl"},
+                  dir_.path(), {"TMPDIR=" + dir_.path()});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("bad.safetensors"), std::string::npos) << r.err;
 }

@@ -31,10 +31,22 @@ std::string field(const std::string& line, const std::string& key) {
 TrainRun train(const std::string& config, int threads, const std::string& dir, const std::string& tag) {
   TrainRun r;
   r.metrics = dir + "/" + tag + ".jsonl";
-  std::vector<std::string> args = {DEVMAP_COORDINATOR_BIN, "train", kConfigs + config, "--metrics", r.metrics,
-                                   "--log-every", "1", "--set", "data.train_limit=1600", "--set",
-                                   "data.test_limit=100", "--set", "train.batch_size=16", "--set",
-                                   "train.max_steps=" + std::to_string(kSteps), "--set",
+  std::vector<std::string> args = {DEVMAP_COORDINATOR_BIN,
+                                   "train",
+                                   kConfigs + config,
+                                   "--metrics",
+                                   r.metrics,
+                                   "--log-every",
+                                   "1",
+                                   "--set",
+                                   "data.train_limit=1600",
+                                   "--set",
+                                   "data.test_limit=100",
+                                   "--set",
+                                   "train.batch_size=16",
+                                   "--set",
+                                   "train.max_steps=" + std::to_string(kSteps),
+                                   "--set",
                                    "train.checkpoint=" + r.metrics + ".safetensors"};
   // Every device of the config gets the same thread count.
   int devices = config.find("3way") != std::string::npos ? 3 : config.find("split") != std::string::npos ? 2 : 1;
@@ -81,6 +93,18 @@ TEST_P(SplitTraining, TwoAndThreeWorkersGiveTheSameLossesAsOneToTheBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ThreadsPerDevice, SplitTraining, ::testing::Values(1, 2));
+
+TEST(ThreadCount, OneAndTwoThreadsGiveTheSameBits) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
+  // Kernels split their work by the shapes, never by the thread count.
+  TempDir dir;
+  TrainRun one = train("fashion_mnist_cnn.yaml", 1, dir.path(), "t1");
+  TrainRun two = train("fashion_mnist_cnn.yaml", 2, dir.path(), "t2");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(one.losses, two.losses);
+}
 
 TEST(ConcurrentRuns, TwoRunsAtOnceKeepToTheirOwnSegmentsAndSockets) {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))

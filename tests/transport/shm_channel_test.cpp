@@ -42,7 +42,9 @@ struct Ring {
   }
 };
 
-float pattern(int64_t step, size_t i) { return static_cast<float>(step * 1000003 + static_cast<int64_t>(i % 977)); }
+float pattern(int64_t step, size_t i) {
+  return static_cast<float>(step * 1000003 + static_cast<int64_t>(i % 977));
+}
 
 // Runs `body` in a child process with its own ZeroMQ context; returns its
 // exit status (0 when body returned true).
