@@ -7,7 +7,6 @@
 #
 #   bench/split_throughput.sh [--threads N] [--steps N] [--runs N]
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 threads=2
 steps=150
 runs=3
@@ -20,15 +19,13 @@ while [[ $# -gt 0 ]]; do
     *) echo "split_throughput.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-"$root/scripts/setup.sh"
-dir=$("$root/scripts/build.sh" release coordinator worker_cpu)
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 run() {  # config tag run-number extra-args...
   local config=$1 tag=$2 i=$3; shift 3
   "$dir/bin/coordinator" train "$root/configs/$config" --metrics "$out/$tag-$i.jsonl" --log-every 1000000 \
-    --set train.epochs=1 --set train.max_steps="$steps" --set data.test_limit=100 "$@" 2>"$out/$tag-$i.log" ||
+    --set train.epochs=1 --set train.max_steps="$steps" --set data.test_limit=100 \
+    --set train.checkpoint="$out/model.safetensors" "$@" 2>"$out/$tag-$i.log" ||
     { cat "$out/$tag-$i.log" >&2; exit 1; }
   python3 -c "import json,sys
 for l in open(sys.argv[1]):

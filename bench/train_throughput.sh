@@ -7,8 +7,7 @@
 #
 # --steps N stops each run after N steps (default: one whole epoch).
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-config="$root/configs/fashion_mnist_cnn.yaml"
+config="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/configs/fashion_mnist_cnn.yaml"
 threads="1 2"
 steps=0
 while [[ $# -gt 0 ]]; do
@@ -20,10 +19,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "train_throughput.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-"$root/scripts/setup.sh"
-dir=$("$root/scripts/build.sh" release coordinator worker_cpu)
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 field() { python3 -c "import json,sys
 for l in open(sys.argv[1]):
@@ -35,7 +31,8 @@ printf '%-8s %14s %16s %12s %14s %16s %14s\n' threads median_step_ms median_imag
 for t in $threads; do
   m="$out/metrics-$t.jsonl"
   "$dir/bin/coordinator" train "$config" --metrics "$m" --log-every 1000000 \
-    --set train.epochs=1 --set train.max_steps="$steps" --set "devices.cpu:0.threads=$t" 2>"$out/log-$t.txt" ||
+    --set train.epochs=1 --set train.max_steps="$steps" --set "devices.cpu:0.threads=$t" \
+    --set train.checkpoint="$out/model.safetensors" 2>"$out/log-$t.txt" ||
     { cat "$out/log-$t.txt" >&2; exit 1; }
   printf '%-8s %14.2f %16.0f %12.1f %14.0f %16.1f %14.1f\n' "$t" \
     "$(field "$m" epoch median_step_ms)" "$(field "$m" epoch median_images_per_s)" \

@@ -1,6 +1,5 @@
 #include "coordinator/train_job.h"
 
-#include <unistd.h>
 #include <zlib.h>
 #include <zmq.h>
 
@@ -10,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <set>
 
 #include "coordinator/batch_feeder.h"
 #include "coordinator/checkpoint.h"
@@ -22,7 +20,6 @@
 #include "coordinator/signals.h"
 #include "coordinator/worker_group.h"
 #include "core/process_stats.h"
-#include "transport/shm_segment.h"
 
 #ifndef DEVMAP_VERSION
 #define DEVMAP_VERSION "dev"
