@@ -45,7 +45,7 @@ class BatchFeeder {
       s.batch_total = s.batch;
       s.slot = static_cast<uint32_t>(i % layout_.slots);
       s.flags = flags;
-      if (i == 0 && first_step == 0) s.flags |= extra_first_flags_;
+      if (i == 0 && first_step == 0 && (flags & wire::kTrain)) s.flags |= extra_first_flags_;
       group_.send(s);
       if (i + 1 < batches) fill(data, order, i + 1, batch_size, size_of(i + 1));
       StepResult r = group_.collect();

@@ -11,13 +11,11 @@ namespace devmap {
 
 Dataset load_dataset(const std::string& name, const std::string& images, const std::string& labels, int64_t limit,
                      const Shape& expected) {
-  ImageSet img = load_idx_images(images, limit);
+  LabeledImages pair = load_idx_dataset(images, labels, limit);  // checks the counts agree
+  ImageSet& img = pair.images;
   Dataset d;
   d.name = name;
-  d.labels = load_idx_labels(labels, limit);
-  if (static_cast<int64_t>(d.labels.size()) != img.count)
-    throw_invalid(name + " data: " + images + " holds " + std::to_string(img.count) + " images but " + labels +
-                  " holds " + std::to_string(d.labels.size()) + " labels");
+  d.labels = std::move(pair.labels);
   d.count = img.count;
   d.sample_shape = Shape{1, img.rows, img.cols};
   if (d.sample_shape != expected)

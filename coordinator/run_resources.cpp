@@ -10,6 +10,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "transport/run_names.h"
 
 namespace devmap {
 namespace {
@@ -51,7 +52,7 @@ std::string RunResources::socket_path(const std::string& name) const {
 }
 
 std::string RunResources::segment_name(const std::string& purpose) const {
-  return kSegmentPrefix + run_id_ + "-" + purpose;
+  return devmap::segment_name(segment_prefix(), purpose);
 }
 
 }  // namespace devmap

@@ -23,6 +23,8 @@ class RunResources {
   const std::string& run_id() const { return run_id_; }
   // A path for an ipc socket file inside the private directory.
   std::string socket_path(const std::string& name) const;
+  // "devmap-<run id>-": every shared-memory segment of the run starts with it.
+  std::string segment_prefix() const { return kSegmentPrefix + run_id_ + "-"; }
   // The shared-memory segment name for `purpose` ("devmap-<run id>-<purpose>").
   std::string segment_name(const std::string& purpose) const;
   const std::string& directory() const { return dir_; }

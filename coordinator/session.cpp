@@ -112,7 +112,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
   if (!outputs.empty())
     output_ =
         std::make_unique<ShmSegment>(ShmSegment::create(run_.segment_name("output"), output_layout_.total_bytes()));
-  std::string prefix = run_.segment_name("");
+  std::string prefix = run_.segment_prefix();
   for (const ChannelEdge& e : channel_edges(partition_, prefix, max_batch))
     edge_segments_.push_back(ShmSegment::create(e.segment, e.slot_bytes * e.slots));
 

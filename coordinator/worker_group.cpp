@@ -33,10 +33,14 @@ WorkerGroup::~WorkerGroup() {
   server_.reset();
 }
 
-WorkerGroup::Worker& WorkerGroup::by_peer(const std::string& peer) {
-  for (auto& w : workers_)
-    if (w->device() == peer) return *w;
+size_t WorkerGroup::index_of(const std::string& peer) const {
+  for (size_t i = 0; i < workers_.size(); ++i)
+    if (workers_[i]->device() == peer) return i;
   throw_runtime("message from unknown peer '" + peer + "'");
+}
+
+WorkerGroup::Worker& WorkerGroup::by_peer(const std::string& peer) {
+  return *workers_[index_of(peer)];
 }
 
 void WorkerGroup::fail_worker(Worker& w, const std::string& reason) {
@@ -78,10 +82,8 @@ void WorkerGroup::start(milliseconds timeout) {
     if (Clock::now() > deadline)
       throw_runtime("workers did not become ready within " + std::to_string(timeout.count()) + " ms");
     PeerMessage m = await("workers to start");
-    Worker& w = by_peer(m.peer);
-    size_t idx = 0;
-    for (size_t i = 0; i < workers_.size(); ++i)
-      if (workers_[i].get() == &w) idx = i;
+    const size_t idx = index_of(m.peer);
+    Worker& w = *workers_[idx];
     if (m.message.type == wire::MsgType::kHello) {
       auto hello = m.message.as<wire::Hello>();
       if (hello.protocol_version != wire::kProtocolVersion) {
@@ -169,20 +171,20 @@ void WorkerGroup::shutdown() {
   while (byes < workers_.size() && Clock::now() < deadline) {
     auto m = server_->recv(milliseconds(50));
     if (!m || m->message.type != wire::MsgType::kBye) continue;
-    for (size_t i = 0; i < workers_.size(); ++i)
-      if (workers_[i]->device() == m->peer) {
-        auto bye = m->message.as<wire::Bye>(/*allow_tail=*/true);
-        wire::check_body_size(m->message, sizeof bye + bye.profile_entries * sizeof(wire::ProfileRecord), false);
-        for (uint32_t k = 0; k < bye.profile_entries; ++k) {
-          wire::ProfileRecord r;
-          std::memcpy(&r, m->message.body.data() + sizeof bye + k * sizeof r, sizeof r);
-          info_[i].profile.push_back(r);
-        }
-        info_[i].vm_hwm_bytes = bye.vm_hwm_bytes;
-        info_[i].transport_bytes_copied = bye.transport_bytes_copied;
-        info_[i].handoffs = bye.handoffs;
-        info_[i].bytes_handed = bye.bytes_handed;
+    {
+      const size_t i = index_of(m->peer);
+      auto bye = m->message.as<wire::Bye>(/*allow_tail=*/true);
+      wire::check_body_size(m->message, sizeof bye + bye.profile_entries * sizeof(wire::ProfileRecord), false);
+      for (uint32_t k = 0; k < bye.profile_entries; ++k) {
+        wire::ProfileRecord r;
+        std::memcpy(&r, m->message.body.data() + sizeof bye + k * sizeof r, sizeof r);
+        info_[i].profile.push_back(r);
       }
+      info_[i].vm_hwm_bytes = bye.vm_hwm_bytes;
+      info_[i].transport_bytes_copied = bye.transport_bytes_copied;
+      info_[i].handoffs = bye.handoffs;
+      info_[i].bytes_handed = bye.bytes_handed;
+    }
     ++byes;
   }
   for (auto& w : workers_)

@@ -70,6 +70,7 @@ class WorkerGroup {
   struct Worker;
   PeerMessage await(const std::string& waiting_for);
   [[noreturn]] void fail_worker(Worker& w, const std::string& reason);
+  size_t index_of(const std::string& peer) const;  // throws for an unknown peer
   Worker& by_peer(const std::string& peer);
 
   RunResources& run_;
