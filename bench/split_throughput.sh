@@ -7,19 +7,12 @@
 #
 #   bench/split_throughput.sh [--threads N] [--steps N] [--runs N]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 threads=2
 steps=150
 runs=3
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --threads) threads=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
-    --runs) runs=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "split_throughput.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
-  esac
-done
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+bench_options 8 --threads=threads --steps=steps --runs=runs -- "$@"
+bench_build
 
 run() {  # config tag run-number extra-args...
   local config=$1 tag=$2 i=$3; shift 3
@@ -27,10 +20,7 @@ run() {  # config tag run-number extra-args...
     --set train.epochs=1 --set train.max_steps="$steps" --set data.test_limit=100 \
     --set train.checkpoint="$out/model.safetensors" "$@" 2>"$out/$tag-$i.log" ||
     { cat "$out/$tag-$i.log" >&2; exit 1; }
-  python3 -c "import json,sys
-for l in open(sys.argv[1]):
-    d=json.loads(l)
-    if d['event']=='epoch': print(round(d['median_images_per_s'],1))" "$out/$tag-$i.jsonl"
+  metric "$out/$tag-$i.jsonl" epoch median_images_per_s
 }
 
 one=(); split=()

@@ -1,6 +1,9 @@
 // BatchFeeder: feeds one pass over a data set's samples through the
-// workers in batches, double buffered: while the workers compute batch i
-// from one input slot, batch i + 1 is written into the other.
+// workers in batches, double buffered: while the workers compute one
+// (micro-)batch from one input slot, the next is written into the other.
+// A training batch larger than the memory plan's micro-batch goes through
+// as several micro-batches of one step: the workers add up the parameter
+// gradients and update once, after the last.
 #pragma once
 
 #include <algorithm>
@@ -25,40 +28,81 @@ class BatchFeeder {
     }
   }
 
-  // Calls on_done(index, batch, result, slot) after each batch; the results
-  // of batch i stay in output slot `slot` until batch i + 2 is sent.
+  // Runs batches of `batch_size` samples of `order` (at most max_batches,
+  // -1: all), each as micro-batches of at most `micro` samples (training
+  // only; others pass micro == batch_size). Calls on_done(index, batch,
+  // result, slot) after each batch with the losses and metrics summed over
+  // its micro-batches (each is already a share of the batch's mean); the
+  // outputs of a batch run as one micro-batch stay in output slot `slot`
+  // until two more have been sent.
   template <typename OnDone>
-  void run(const Dataset& data, const std::vector<int64_t>& order, int64_t batch_size, int64_t first_step,
-           uint32_t flags, int64_t max_batches, OnDone on_done) {
+  void run(const Dataset& data, const std::vector<int64_t>& order, int64_t batch_size, int64_t micro,
+           int64_t first_step, uint32_t flags, int64_t max_batches, OnDone on_done) {
     const int64_t count = static_cast<int64_t>(order.size());
     int64_t batches = (count + batch_size - 1) / batch_size;
     if (max_batches >= 0) batches = std::min(batches, max_batches);
-    auto size_of = [&](int64_t i) { return std::min(batch_size, count - i * batch_size); };
     if (batches == 0) return;
-    fill(data, order, 0, batch_size, size_of(0));
-    for (int64_t i = 0; i < batches; ++i) {
+    micro = std::min(micro, batch_size);
+    // (batch, first sample, samples) of every micro-batch, in order.
+    struct Unit {
+      int64_t batch, first, size;
+    };
+    auto size_of = [&](int64_t i) { return std::min(batch_size, count - i * batch_size); };
+    auto unit_of = [&](int64_t i, int64_t j) {
+      return Unit{i, i * batch_size + j * micro, std::min(micro, size_of(i) - j * micro)};
+    };
+    auto micros_of = [&](int64_t i) { return (size_of(i) + micro - 1) / micro; };
+    int64_t i = 0, j = 0, sent = 0;
+    Unit next = unit_of(0, 0);
+    fill(data, order, 0, next);
+    StepResult sum;
+    for (;;) {
       if (interrupted()) throw_runtime("interrupted");
+      const Unit u = next;
+      const int64_t m = micros_of(i);
       wire::Step s{};
       s.step = first_step + i;
-      s.batch = size_of(i);
-      s.sample_offset = 0;
-      s.batch_total = s.batch;
-      s.slot = static_cast<uint32_t>(i % layout_.slots);
+      s.batch = u.size;
+      s.sample_offset = u.first - i * batch_size;
+      s.batch_total = size_of(i);
+      s.slot = static_cast<uint32_t>(sent % layout_.slots);
       s.flags = flags;
-      if (i == 0 && first_step == 0 && (flags & wire::kTrain)) s.flags |= extra_first_flags_;
+      if (flags & wire::kTrain) {
+        if (j > 0) s.flags |= wire::kAccumulate;
+        if (j + 1 < m) s.flags |= wire::kNoUpdate;
+        if (i == 0 && first_step == 0) s.flags |= extra_first_flags_;
+      }
       group_.send(s);
-      if (i + 1 < batches) fill(data, order, i + 1, batch_size, size_of(i + 1));
+      // The next unit goes into the other slot while this one runs.
+      int64_t ni = j + 1 < m ? i : i + 1, nj = j + 1 < m ? j + 1 : 0;
+      bool more = ni < batches;
+      if (more) {
+        next = unit_of(ni, nj);
+        fill(data, order, sent + 1, next);
+      }
       StepResult r = group_.collect();
-      on_done(i, s.batch, r, s.slot);
+      sum.loss += r.loss;
+      sum.metric += r.metric;
+      sum.compute_seconds += r.compute_seconds;
+      if (!r.param_stats.empty()) sum.param_stats = std::move(r.param_stats);
+      if (j + 1 == m) {
+        on_done(i, s.batch_total, sum, s.slot);
+        sum = StepResult{};
+      }
+      ++sent;
+      i = ni;
+      j = nj;
+      if (!more) break;
     }
   }
   void set_first_step_flags(uint32_t f) { extra_first_flags_ = f; }
 
  private:
-  void fill(const Dataset& data, const std::vector<int64_t>& order, int64_t index, int64_t batch_size, int64_t n) {
+  template <typename Unit>
+  void fill(const Dataset& data, const std::vector<int64_t>& order, int64_t index, const Unit& u) {
     char* base =
         static_cast<char*>(segment_.data()) + static_cast<uint64_t>(index % layout_.slots) * layout_.slot_bytes;
-    fill_batch(data, order, index * batch_size, n, reinterpret_cast<float*>(base + image_off_),
+    fill_batch(data, order, u.first, u.size, reinterpret_cast<float*>(base + image_off_),
                reinterpret_cast<float*>(base + label_off_));
   }
 

@@ -89,54 +89,90 @@ std::string state_path_for(const std::string& weights_path) {
   return base + ".state.safetensors";
 }
 
-int optimizer_state_count(const OptimizerConfig& optimizer) {
-  switch (optimizer.kind) {
-    case OptimizerConfig::Kind::kSgd: return 0;
-    case OptimizerConfig::Kind::kMomentum: return 1;
-    case OptimizerConfig::Kind::kAdam: return 2;
-  }
-  return 0;
-}
+namespace {
 
-void save_checkpoint(WorkerGroup& workers, const Graph& graph, const OptimizerConfig& optimizer,
-                     const std::string& weights_path, const TrainingState& state) {
-  std::vector<ParamRef> params = graph_params(graph);
-  write_file(workers, params, weights_path, {{"format", "pt"}, {"producer", "devmap"}});
+std::vector<ParamRef> state_tensors(const std::vector<ParamRef>& params, const OptimizerConfig& optimizer) {
   std::vector<ParamRef> slots;
   for (const ParamRef& p : params)
-    for (int k = 0; k < optimizer_state_count(optimizer); ++k)
+    for (int k = 0; k < optimizer_state_count(optimizer.kind); ++k)
       slots.push_back({p.name + ".opt" + std::to_string(k), p.device, p.shape});
-  write_file(workers, slots, state_path_for(weights_path),
-             {{"step", std::to_string(state.step)},
-              {"epoch", std::to_string(state.epoch)},
-              {"seed", std::to_string(state.seed)},
-              {"optimizer", optimizer_kind_name(optimizer.kind)}});
+  return slots;
 }
 
-void load_weights(WorkerGroup& workers, const Graph& graph, const std::string& weights_path) {
-  SafetensorsLayout layout = read_safetensors_layout(weights_path);
-  std::vector<ParamRef> params = graph_params(graph);
+// Validates `path` against `tensors` (every one present with its shape,
+// nothing extra) and has the workers read them; returns its metadata.
+std::map<std::string, std::string> load_tensors(WorkerGroup& workers, const std::vector<ParamRef>& tensors,
+                                                const std::string& path, const char* what) {
+  SafetensorsLayout layout = read_safetensors_layout(path);
   std::map<std::string, ParamsIo> by_device;
-  for (const ParamRef& p : params) {
+  for (const ParamRef& p : tensors) {
     const SafetensorsEntry* e = layout.find(p.name);
-    if (!e) throw_invalid(weights_path + ": missing tensor '" + p.name + "' that the model needs");
+    if (!e) throw_invalid(path + ": missing tensor '" + p.name + "' that the " + what + " needs");
     if (e->shape != p.shape)
-      throw_invalid(weights_path + ": tensor '" + p.name + "' has shape " + e->shape.to_string() + ", the model's is " +
+      throw_invalid(path + ": tensor '" + p.name + "' has shape " + e->shape.to_string() + ", the " + what + "'s is " +
                     p.shape.to_string());
     ParamsIo& io = by_device[p.device];
     io.op = ParamsIo::Op::kLoad;
-    io.path = weights_path;
+    io.path = path;
     io.entries.push_back({p.name, layout.data_start + e->begin, e->end - e->begin});
   }
   for (const SafetensorsEntry& e : layout.entries) {
     bool known = false;
-    for (const ParamRef& p : params) known = known || p.name == e.name;
-    if (!known) throw_invalid(weights_path + ": tensor '" + e.name + "' is not a parameter of this model");
+    for (const ParamRef& p : tensors) known = known || p.name == e.name;
+    if (!known) throw_invalid(path + ": tensor '" + e.name + "' is not part of this " + what);
   }
   std::map<std::string, std::string> frames;
   for (const auto& [device, io] : by_device)
     frames[device] = wire::frame(wire::MsgType::kParamsIo, std::string_view(encode_params_io(io)));
-  workers.request(frames, wire::MsgType::kParamsDone, "the workers to read " + weights_path);
+  workers.request(frames, wire::MsgType::kParamsDone, "the workers to read " + path);
+  return layout.metadata;
+}
+
+int64_t metadata_int(const std::map<std::string, std::string>& m, const std::string& key, const std::string& path) {
+  auto it = m.find(key);
+  if (it == m.end() || it->second.empty() || it->second.find_first_not_of("0123456789") != std::string::npos)
+    throw_invalid(path + ": metadata '" + key + "' is missing or not a number: not a devmap training state");
+  return std::stoll(it->second);
+}
+
+}  // namespace
+
+void save_checkpoint(WorkerGroup& workers, const Graph& graph, const OptimizerConfig& optimizer,
+                     const std::string& weights_path, const TrainingState& state) {
+  std::vector<ParamRef> params = graph_params(graph);
+  // The state is written first: a run stopped between the two renames
+  // leaves weights and state whose steps disagree, which resuming refuses.
+  write_file(workers, state_tensors(params, optimizer), state_path_for(weights_path),
+             {{"step", std::to_string(state.step)},
+              {"epoch", std::to_string(state.epoch)},
+              {"seed", std::to_string(state.seed)},
+              {"optimizer", optimizer_kind_name(optimizer.kind)}});
+  write_file(workers, params, weights_path,
+             {{"format", "pt"}, {"producer", "devmap"}, {"step", std::to_string(state.step)}});
+}
+
+void load_weights(WorkerGroup& workers, const Graph& graph, const std::string& weights_path) {
+  load_tensors(workers, graph_params(graph), weights_path, "model");
+}
+
+TrainingState load_checkpoint(WorkerGroup& workers, const Graph& graph, const OptimizerConfig& optimizer,
+                              const std::string& weights_path) {
+  const std::string state_path = state_path_for(weights_path);
+  std::vector<ParamRef> params = graph_params(graph);
+  auto weights_meta = load_tensors(workers, params, weights_path, "model");
+  auto meta = load_tensors(workers, state_tensors(params, optimizer), state_path, "training state");
+  auto kind = meta.find("optimizer");
+  if (kind == meta.end() || kind->second != optimizer_kind_name(optimizer.kind))
+    throw_invalid(state_path + ": saved with optimizer '" + (kind == meta.end() ? "?" : kind->second) +
+                  "', but the config's is '" + optimizer_kind_name(optimizer.kind) + "'");
+  TrainingState s;
+  s.step = metadata_int(meta, "step", state_path);
+  s.epoch = metadata_int(meta, "epoch", state_path);
+  s.seed = static_cast<uint64_t>(metadata_int(meta, "seed", state_path));
+  if (metadata_int(weights_meta, "step", weights_path) != s.step)
+    throw_invalid(weights_path + " and " + state_path +
+                  " are from different steps (a save was interrupted): " + "resume from an earlier checkpoint");
+  return s;
 }
 
 }  // namespace devmap

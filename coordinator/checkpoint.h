@@ -24,14 +24,18 @@ struct TrainingState {
 // "x/model.safetensors" -> "x/model.state.safetensors".
 std::string state_path_for(const std::string& weights_path);
 
-// Number of optimizer state tensors per parameter.
-int optimizer_state_count(const OptimizerConfig& optimizer);
-
 void save_checkpoint(WorkerGroup& workers, const Graph& graph, const OptimizerConfig& optimizer,
                      const std::string& weights_path, const TrainingState& state);
 
 // Validates `weights_path` against the graph's parameters (every one
 // present with its shape, nothing extra) and has the workers read them.
 void load_weights(WorkerGroup& workers, const Graph& graph, const std::string& weights_path);
+
+// Loads the weights and the training state beside them (the optimizer
+// state into the workers) and returns the state's step, epoch and seed.
+// Throws devmap::Error (kInvalidInput) when either file does not fit the
+// model and optimizer, or when they are from different steps.
+TrainingState load_checkpoint(WorkerGroup& workers, const Graph& graph, const OptimizerConfig& optimizer,
+                              const std::string& weights_path);
 
 }  // namespace devmap

@@ -17,6 +17,10 @@ Subcommands:
                saves the weights to train.checkpoint
   predict      predict the class of every image of --input with --weights,
                writing ImageId,Label rows (1-based ids) to --output
+  plan         print the memory plan of the config's job and run nothing:
+               per device and per op, parameters, gradients, optimizer
+               state, activations, workspace and transport slots, how the
+               batch is split to fit each memory_limit, and the cut edges
   (none)       run the config's `job`
 
 Options:
@@ -33,12 +37,18 @@ Options:
   --profile         time every op in the workers: per op and direction,
                     calls, total ms and GFLOP/s, printed at the end and
                     written to the metrics as "profile" lines
+  --resume          (train) continue from train.checkpoint and the training
+                    state beside it: weights, optimizer state and step; the
+                    losses continue as if the run had never stopped, under
+                    any device map
   --worker-dir DIR  where worker_cpu lives (default: beside coordinator, or
                     $DEVMAP_WORKER_DIR)
   --weights FILE    (predict) safetensors weights written by train
   --input FILE      (predict) images: IDX (gzip or plain) or CSV pixel rows
   --output FILE     (predict) where to write the predictions CSV
-  --batch N         (predict) images per step (default train.eval_batch_size)
+  --batch N         (predict, plan) images per step (default: predict.batch,
+                    else train.eval_batch_size; for plan, the job's batch)
+  --json            (plan) print the plan as JSON
   --version         print the version and exit
   -h, --help        this text
 
@@ -50,11 +60,11 @@ Config reference: docs/CONFIG.md
 
 namespace {
 
-int64_t parse_positive(const std::string& flag, const std::string& v) {
+int64_t parse_positive(const std::string& flag, const std::string& v, int64_t max = int64_t{1} << 62) {
   int64_t n = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || p != v.data() + v.size() || n < 1)
-    throw_invalid(flag + " needs a positive integer, got '" + v + "' (see --help)");
+  if (ec != std::errc() || p != v.data() + v.size() || n < 1 || n > max)
+    throw_invalid(flag + " needs an integer from 1 to " + std::to_string(max) + ", got '" + v + "' (see --help)");
   return n;
 }
 
@@ -87,6 +97,8 @@ CommandLine parse_command_line(int argc, char** argv) {
       cl.run.log_placement = true;
     else if (arg == "--profile")
       cl.run.profile = true;
+    else if (arg == "--resume")
+      cl.run.resume = true;
     else if (arg == "--weights")
       cl.predict.weights = value();
     else if (arg == "--input")
@@ -94,7 +106,9 @@ CommandLine parse_command_line(int argc, char** argv) {
     else if (arg == "--output")
       cl.predict.output = value();
     else if (arg == "--batch")
-      cl.predict.batch = parse_positive(arg, value());
+      cl.predict.batch = parse_positive(arg, value(), int64_t{1} << 24);
+    else if (arg == "--json")
+      cl.json = true;
     else if (arg == "--worker-dir")
       cl.run.worker_dir = value();
     else if (arg.size() > 1 && arg[0] == '-')
@@ -103,7 +117,7 @@ CommandLine parse_command_line(int argc, char** argv) {
       positional.push_back(arg);
   }
   if (cl.help || cl.version) return cl;
-  static const std::vector<std::string> kSubcommands = {"train", "predict"};
+  static const std::vector<std::string> kSubcommands = {"train", "predict", "plan"};
   if (!positional.empty()) {
     for (const auto& s : kSubcommands)
       if (positional[0] == s) {
@@ -114,8 +128,9 @@ CommandLine parse_command_line(int argc, char** argv) {
   }
   if (positional.empty()) throw_invalid("no config file given (see --help)");
   if (positional.size() > 1) {
-    if (positional[0] == "plan")
-      throw_invalid("subcommand 'plan' is not available in this build (known: train, predict)");
+    bool looks_like_subcommand = positional[0].find('.') == std::string::npos;
+    if (looks_like_subcommand)
+      throw_invalid("unknown subcommand '" + positional[0] + "' (known: train, predict, plan)");
     throw_invalid("unexpected argument '" + positional[1] + "' (see --help)");
   }
   cl.config_path = positional[0];

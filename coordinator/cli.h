@@ -15,6 +15,7 @@ struct CommandLine {
   std::vector<std::string> overrides;  // --set values, in order
   RunOptions run;
   PredictOptions predict;
+  bool json = false;  // plan --json
   bool help = false;
   bool version = false;
 };

@@ -26,6 +26,7 @@ namespace devmap {
 namespace {
 
 constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+constexpr int64_t kMaxBatch = int64_t{1} << 24;  // samples per batch: keeps byte counts far from overflow
 
 MapScope section(const std::string& name) {
   return {name, "in " + name, name + ".", ""};
@@ -76,12 +77,22 @@ OptimizerConfig read_optimizer(const YamlSource& src, const YAML::Node& node) {
   return opt;
 }
 
+PredictConfig read_predict(const YamlSource& src, const YAML::Node& node) {
+  MapReader map(src, node, section("predict"), config_keys::kPredict);
+  PredictConfig p;
+  p.weights = map.get_string("weights", p.weights);
+  p.input = map.get_string("input", p.input);
+  p.output = map.get_string("output", p.output);
+  p.batch = map.get_int("batch", p.batch, 1, kMaxBatch);
+  return p;
+}
+
 TrainConfig read_train(const YamlSource& src, const YAML::Node& node) {
   MapReader map(src, node, section("train"), config_keys::kTrain);
   TrainConfig train;
   train.epochs = map.get_int("epochs", train.epochs, 1);
-  train.batch_size = map.get_int("batch_size", train.batch_size, 1);
-  train.eval_batch_size = map.get_int("eval_batch_size", train.eval_batch_size, 1);
+  train.batch_size = map.get_int("batch_size", train.batch_size, 1, kMaxBatch);
+  train.eval_batch_size = map.get_int("eval_batch_size", train.eval_batch_size, 1, kMaxBatch);
   train.max_steps = map.get_int("max_steps", train.max_steps, 0);
   train.seed = map.get_uint("seed", train.seed);
   train.shuffle = map.get_bool("shuffle", train.shuffle);
@@ -121,6 +132,7 @@ Config load_tree(YAML::Node root, const std::string& name, const std::vector<std
   MapReader top(src, root, {"", "at the top level", "", ""}, config_keys::kTop);
   if (!top.has("model")) top.fail_missing("model");
   config.job = top.get_choice("job", config.job, config_keys::kJobs);
+  config.allow_soft_placement = top.get_bool("allow_soft_placement", config.allow_soft_placement);
   if (top.has("devices")) {
     config.devices = read_devices(src, top.value("devices"), top.anchor("devices"));
   } else {
@@ -134,6 +146,7 @@ Config load_tree(YAML::Node root, const std::string& name, const std::vector<std
   for (const PlaceEntry& entry : device_map.place) config.place.push_back(entry.rule);
   config.data = read_data(src, top.has("data") ? top.value("data") : YAML::Node());
   config.train = read_train(src, top.has("train") ? top.value("train") : YAML::Node());
+  config.predict = read_predict(src, top.has("predict") ? top.value("predict") : YAML::Node());
   ModelGraph model = build_model_graph(top.value("model"), src, config.job, config.devices);
   check_place_matches(device_map.place, model.graph, model.groups, src);
   config.placement_reason = place_ops(model.graph, model.requests, device_map.place, config.default_device);

@@ -59,15 +59,26 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;
 };
 
+// The predict job's settings; the command line's --weights, --input,
+// --output and --batch override them.
+struct PredictConfig {
+  std::string weights;  // safetensors written by a train run
+  std::string input;    // images: IDX (gzip or plain) or CSV pixel rows
+  std::string output;   // the ImageId,Label CSV to write
+  int64_t batch = 0;    // images per step; 0: train.eval_batch_size
+};
+
 struct Config {
   std::string path;           // the YAML file as given
   std::string job = "train";  // "train" or "predict"
   Graph graph;                // ops in order, shapes inferred, each op's device set
   DataConfig data;
   TrainConfig train;
-  std::vector<DeviceSpec> devices;  // declared devices, in file order
-  std::string default_device;       // device_map.default, resolved (never empty)
-  std::vector<PlaceRule> place;     // device_map.place, in order; each matches at least one op
+  PredictConfig predict;
+  std::vector<DeviceSpec> devices;    // declared devices, in file order
+  std::string default_device;         // device_map.default, resolved (never empty)
+  bool allow_soft_placement = false;  // ops on an unusable GPU move to a CPU device instead of failing
+  std::vector<PlaceRule> place;       // device_map.place, in order; each matches at least one op
 
   // Why each op runs where it does, parallel to graph.nodes(): the rule of
   // the precedence in docs/CONFIG.md that placed it, one of

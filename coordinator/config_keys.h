@@ -7,7 +7,9 @@
 
 namespace devmap::config_keys {
 
-inline const std::vector<std::string> kTop = {"job", "model", "data", "train", "devices", "device_map"};
+inline const std::vector<std::string> kTop = {"job",     "model",   "data",       "train",
+                                              "predict", "devices", "device_map", "allow_soft_placement"};
+inline const std::vector<std::string> kPredict = {"weights", "input", "output", "batch"};
 inline const std::vector<std::string> kModel = {"ops"};
 inline const std::vector<std::string> kData = {"train_images", "train_labels", "test_images",
                                                "test_labels",  "train_limit",  "test_limit"};

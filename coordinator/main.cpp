@@ -3,6 +3,8 @@
 
 #include "coordinator/cli.h"
 #include "coordinator/config.h"
+#include "coordinator/gpu_placement.h"
+#include "coordinator/plan_job.h"
 #include "coordinator/predict_job.h"
 #include "coordinator/signals.h"
 #include "coordinator/train_job.h"
@@ -25,6 +27,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     Config config = load_config(cl.config_path, cl.overrides);
+    if (cl.subcommand == "plan") return run_plan(config, PlanOptions{cl.json, cl.predict.batch});
+    resolve_gpu_placement(config, cl.run, std::cerr);
     std::string job = cl.subcommand.empty() ? config.job : cl.subcommand;
     if (job == "predict") return run_predict(config, cl.run, cl.predict);
     return run_train(config, cl.run);

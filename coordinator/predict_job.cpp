@@ -8,15 +8,13 @@
 #include "coordinator/batch_feeder.h"
 #include "coordinator/checkpoint.h"
 #include "coordinator/image_input.h"
+#include "coordinator/memory_report.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/progress_bar.h"
 #include "coordinator/session.h"
 
 namespace devmap {
-namespace {
 
-// The op whose output is the predicted class: an argmax op of the model, or
-// one added on the loss's logits (placed with them).
 int prediction_node(Graph& g, const std::string& config_path) {
   for (int i = 0; i < g.size(); ++i)
     if (g.node(i).op() == "argmax") return i;
@@ -35,22 +33,33 @@ int prediction_node(Graph& g, const std::string& config_path) {
   return id;
 }
 
-}  // namespace
-
-int run_predict(const Config& config, const RunOptions& options, const PredictOptions& po) {
+int run_predict(const Config& config, const RunOptions& options, const PredictOptions& cli) {
+  // The command line overrides the config's predict section.
+  PredictOptions po = cli;
+  if (po.weights.empty()) po.weights = config.predict.weights;
+  if (po.input.empty()) po.input = config.predict.input;
+  if (po.output.empty()) po.output = config.predict.output;
+  if (po.batch <= 0) po.batch = config.predict.batch;
   if (po.weights.empty() || po.input.empty() || po.output.empty())
-    throw_invalid("predict needs --weights FILE, --input FILE and --output FILE (see --help)");
+    throw_invalid(
+        "predict needs weights, input and output: --weights FILE --input FILE --output FILE, or "
+        "predict.weights, predict.input and predict.output in " +
+        config.path + " (see --help)");
   Graph graph = config.graph;
   int pred = prediction_node(graph, config.path);
   int image_node = graph.find_role(OpRole::kImageInput);
   int label_node = graph.find_role(OpRole::kLabelInput);
   if (image_node < 0) throw_invalid(config.path + ": the model has no input op to feed");
   Dataset input = load_prediction_input(po.input, graph.node(image_node).out_shape);
-  const int64_t batch = po.batch > 0 ? po.batch : config.train.eval_batch_size;
+  const int64_t requested = po.batch > 0 ? po.batch : config.train.eval_batch_size;
 
+  Session session(config, options, graph, /*training=*/false, {pred}, requested);
+  // Prediction needs no whole batch at once: a batch that does not fit is
+  // streamed as smaller ones, each written out as it arrives.
+  const int64_t batch = session.memory().split.micro;
+  for (const std::string& d : session.memory().decisions) std::cerr << "devmap: memory: " << d << "\n";
   std::ofstream out(po.output, std::ios::trunc);
   if (!out) throw_invalid("cannot write predictions to '" + po.output + "'");
-  Session session(config, options, graph, /*training=*/false, {pred}, batch);
   if (options.log_placement) log_placement(config, session.partition(), batch, std::cerr);
   MetricsLog metrics(options.metrics_path, config.path, config.resolved_yaml);
   session.start();
@@ -60,6 +69,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
     j.add("event", "start").add("job", "predict").add("run_id", session.run().run_id());
     j.add("weights", po.weights).add("input", po.input).add("images", input.count).add("batch", batch);
     metrics.write(j);
+    write_memory_plan_event(session.memory(), metrics);
   }
   std::cerr << "devmap: predicting " << input.count << " images of " << po.input << " in batches of " << batch << "\n";
 
@@ -70,7 +80,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   auto t0 = std::chrono::steady_clock::now();
   int64_t done = 0;
   std::vector<int64_t> order = epoch_order(input.count, 0, 0, false);
-  feeder.run(input, order, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
+  feeder.run(input, order, batch, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
     const char* base = static_cast<const char*>(session.output()->data()) + slot * session.output_layout().slot_bytes;
     const float* labels = reinterpret_cast<const float*>(base + pred_off);
     char line[32];
@@ -92,6 +102,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
   bar.finish(status);
   session.workers().shutdown();
+  write_device_events(session.workers(), session.memory(), metrics);
   JsonObject j;
   j.add("event", "done").add("job", "predict").add("images", done).add("seconds", secs);
   j.add("images_per_s", static_cast<double>(done) / secs).add("output", po.output);

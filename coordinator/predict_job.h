@@ -18,6 +18,10 @@ struct PredictOptions {
   int64_t batch = 0;    // images per step; 0: train.eval_batch_size
 };
 
+// The op whose output is the predicted class: an argmax op of the model, or
+// one added to `g` on the loss's logits (placed with them).
+int prediction_node(Graph& g, const std::string& config_path);
+
 int run_predict(const Config& config, const RunOptions& options, const PredictOptions& predict);
 
 }  // namespace devmap

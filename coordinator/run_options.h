@@ -13,8 +13,8 @@ struct RunOptions {
   bool param_stats = false;  // log per-parameter gradient and update norms of step 1
   std::string worker_dir;    // where worker_cpu lives; empty: beside the coordinator
   bool log_placement = false;
-  bool profile = false;  // time every op in the workers; print and log the table at the end  // print each op's device
-                         // and the cut edges before running
+  bool profile = false;  // time every op in the workers; print and log the table at the end
+  bool resume = false;   // train: continue from train.checkpoint and the training state beside it
 };
 
 }  // namespace devmap

@@ -13,9 +13,8 @@
 #include "transport/run_names.h"
 
 namespace devmap {
-namespace {
 
-std::string worker_program(const RunOptions& options, DeviceKind kind) {
+std::string find_worker_program(const RunOptions& options, DeviceKind kind) {
   std::string name = kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
   std::filesystem::path dir = options.worker_dir;
   if (dir.empty()) {
@@ -30,6 +29,8 @@ std::string worker_program(const RunOptions& options, DeviceKind kind) {
   return p.string();
 }
 
+namespace {
+
 std::string mib(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1024.0 * 1024.0));
@@ -42,10 +43,7 @@ void check_devices(const Config& config, const Partition& partition) {
   int threads = 0;
   for (const std::string& name : partition.devices) {
     const DeviceSpec* d = config.find_device(name);
-    if (d->kind == DeviceKind::kGpu)
-      throw_invalid(config.path + ": ops are placed on " + name +
-                    ", but this build has no GPU worker yet; place them on a cpu device");
-    threads += d->threads;
+    if (d->kind == DeviceKind::kCpu) threads += d->threads;
   }
   unsigned cores = std::thread::hardware_concurrency();
   if (cores > 0 && threads > static_cast<int>(cores))
@@ -99,15 +97,25 @@ bool sweep_stale_runs() {
 
 }  // namespace
 
+std::vector<int> external_ops(const Graph& graph, const std::vector<int>& outputs) {
+  std::vector<int> ext = outputs;
+  for (int i = 0; i < graph.size(); ++i)
+    if (graph.node(i).schema->num_inputs == 0) ext.push_back(i);
+  return ext;
+}
+
 Session::Session(const Config& config, const RunOptions& options, Graph graph, bool training, std::vector<int> outputs,
-                 int64_t max_batch)
+                 int64_t batch, int64_t eval_batch)
     : swept_(sweep_stale_runs()),
       graph_(std::move(graph)),
       program_(training ? build_training_program(graph_) : build_inference_program(graph_, outputs)),
       partition_(partition_program(graph_, program_)),
-      layout_(InputLayout::for_graph(graph_, max_batch, 2)),
-      output_layout_(InputLayout::for_nodes(graph_, outputs, max_batch, 2)),
+      plan_inputs_(plan_inputs(config, graph_, program_, partition_, external_ops(graph_, outputs))),
+      memory_(plan_job_memory(plan_inputs_, batch, eval_batch, config.path)),
+      layout_(InputLayout::for_graph(graph_, memory_.reserve, 2)),
+      output_layout_(InputLayout::for_nodes(graph_, outputs, memory_.reserve, 2)),
       input_(ShmSegment::create(run_.segment_name("input"), layout_.total_bytes())) {
+  const int64_t max_batch = memory_.reserve;
   check_devices(config, partition_);
   if (!outputs.empty())
     output_ =
@@ -120,7 +128,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
   for (const std::string& name : partition_.devices) {
     const DeviceSpec* d = config.find_device(name);
     WorkerLaunch l;
-    l.program = worker_program(options, d->kind);
+    l.program = find_worker_program(options, d->kind);
     l.plan.device = name;
     l.plan.threads = d->threads;
     l.plan.affinity = d->affinity;
@@ -129,6 +137,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
     l.plan.profile = options.profile;
     l.plan.optimizer = config.train.optimizer;
     l.plan.max_batch = max_batch;
+    l.plan.memory_limit = d->memory_limit > 0 ? static_cast<uint64_t>(d->memory_limit) : 0;
     l.plan.graph = graph_;
     l.plan.outputs = outputs;
     if (output_) {

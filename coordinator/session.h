@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "coordinator/config.h"
+#include "coordinator/job_memory.h"
 #include "coordinator/run_options.h"
 #include "coordinator/run_resources.h"
 #include "coordinator/worker_group.h"
@@ -22,11 +23,18 @@ class Session {
  public:
   // Plans the job over `graph` (the config's, or one with ops added for the
   // job): a training program, or an inference program computing `outputs`;
-  // then the partition and segment sizes. Creates the segments; start()
-  // launches the workers.
+  // then the partition and the memory plan, which splits `batch` (and
+  // `eval_batch`, when training evaluates) into micro-batches that fit the
+  // devices' budgets, and the segment sizes. Creates the segments; start()
+  // launches the workers. Throws devmap::Error before creating anything
+  // when a budget cannot be met.
   Session(const Config& config, const RunOptions& options, Graph graph, bool training, std::vector<int> outputs,
-          int64_t max_batch);
+          int64_t batch, int64_t eval_batch = 0);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
   void start();
+
+  const JobMemory& memory() const { return memory_; }
 
   const Graph& graph() const { return graph_; }
   const Partition& partition() const { return partition_; }
@@ -43,6 +51,8 @@ class Session {
   Graph graph_;
   Program program_;
   Partition partition_;
+  PlanInputs plan_inputs_;  // points into graph_, program_, partition_
+  JobMemory memory_;
   InputLayout layout_, output_layout_;
   ShmSegment input_;
   std::unique_ptr<ShmSegment> output_;
@@ -50,9 +60,17 @@ class Session {
   std::unique_ptr<WorkerGroup> group_;
 };
 
+// The worker program for a device kind: beside the coordinator, in
+// options.worker_dir or in $DEVMAP_WORKER_DIR. Throws devmap::Error when
+// it is not there.
+std::string find_worker_program(const RunOptions& options, DeviceKind kind);
+
 // Checks that every device the partition uses can run here; warns on
 // stderr when the workers' threads add up to more than the machine's cores.
 void check_devices(const Config& config, const Partition& partition);
+
+// The ops the coordinator's segments hold: every input op, and `outputs`.
+std::vector<int> external_ops(const Graph& graph, const std::vector<int>& outputs);
 
 // Prints where each op runs and what crosses devices (--log-placement).
 void log_placement(const Config& config, const Partition& partition, int64_t batch, std::ostream& os);

@@ -13,6 +13,7 @@
 #include "coordinator/batch_feeder.h"
 #include "coordinator/checkpoint.h"
 #include "coordinator/dataset.h"
+#include "coordinator/memory_report.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/profile_report.h"
 #include "coordinator/progress_bar.h"
@@ -60,7 +61,7 @@ EvalResult evaluate(BatchFeeder& feeder, const Dataset& test, int64_t batch_size
   EvalResult r;
   ProgressBar bar("  test", test.count, std::max<int64_t>(test.count, 1));
   int64_t done = 0;
-  feeder.run(test, order, batch_size, 0, 0, -1, [&](int64_t, int64_t batch, const StepResult& s, uint32_t) {
+  feeder.run(test, order, batch_size, batch_size, 0, 0, -1, [&](int64_t, int64_t batch, const StepResult& s, uint32_t) {
     r.loss += static_cast<double>(s.loss) * static_cast<double>(batch);
     r.metric += static_cast<double>(s.metric) * static_cast<double>(batch);
     done += batch;
@@ -102,9 +103,10 @@ int run_train(const Config& config, const RunOptions& options) {
         throw_invalid(d->name + " data holds label " + std::to_string(l) + " but the labels op has " +
                       std::to_string(classes) + " classes");
 
-  int64_t max_batch = std::max(tc.batch_size, tc.eval_batch_size);
-  Session session(config, options, graph, /*training=*/true, {}, max_batch);
+  Session session(config, options, graph, /*training=*/true, {}, tc.batch_size, tc.eval_batch_size);
   if (options.log_placement) log_placement(config, session.partition(), tc.batch_size, std::cerr);
+  const JobMemory& memory = session.memory();
+  for (const std::string& d : memory.decisions) std::cerr << "devmap: memory: " << d << "\n";
   MetricsLog metrics(options.metrics_path, config.path, config.resolved_yaml);
   session.start();
   WorkerGroup& group = session.workers();
@@ -123,6 +125,7 @@ int run_train(const Config& config, const RunOptions& options) {
     }
     start.add_raw("workers", workers + "]");
     metrics.write(start);
+    write_memory_plan_event(memory, metrics);
   }
   std::string where;
   for (const std::string& d : session.partition().devices)
@@ -143,14 +146,38 @@ int run_train(const Config& config, const RunOptions& options) {
     j.add("event", "checkpoint").add("step", step).add("path", checkpoint);
     metrics.write(j);
   };
+  if (options.resume) {
+    // The weights, the optimizer state and the step go back into the
+    // workers; the data order and dropout masks follow from (seed, epoch,
+    // step), so the run continues as if it had never stopped.
+    if (!std::filesystem::exists(checkpoint))
+      throw_invalid("--resume: there is no checkpoint at " + checkpoint + " (train.checkpoint) to resume from");
+    TrainingState state = load_checkpoint(group, graph, tc.optimizer, checkpoint);
+    if (state.seed != tc.seed)
+      throw_invalid(checkpoint + " was trained with seed " + std::to_string(state.seed) + ", the config has " +
+                    std::to_string(tc.seed) + ": resume with the same train.seed");
+    step = state.step;
+    epochs_done = state.epoch;
+    std::cerr << "devmap: resuming from " << checkpoint << " at step " << step << " (epoch "
+              << step / steps_per_epoch + 1 << ")\n";
+    JsonObject j;
+    j.add("event", "resume").add("step", step).add("path", checkpoint);
+    metrics.write(j);
+  }
   double last_loss = 0;
   EvalResult last_eval;
   auto run_start = Clock::now();
-  for (int64_t epoch = 1; epoch <= tc.epochs; ++epoch) {
-    int64_t budget = tc.max_steps > 0 ? tc.max_steps - step : -1;
-    if (budget == 0) break;
+  for (int64_t epoch = step / steps_per_epoch + 1; epoch <= tc.epochs; ++epoch) {
+    const bool limited = tc.max_steps > 0;
+    const int64_t budget = limited ? tc.max_steps - step : 0;
+    if (limited && budget <= 0) break;
     std::vector<int64_t> order = epoch_order(train.count, tc.seed, epoch, tc.shuffle);
-    int64_t epoch_steps = budget >= 0 ? std::min(budget, steps_per_epoch) : steps_per_epoch;
+    // A resumed epoch starts at the first batch its checkpoint had not run.
+    const int64_t done_in_epoch = step - (epoch - 1) * steps_per_epoch;
+    order.erase(order.begin(),
+                order.begin() + std::min<int64_t>(done_in_epoch * tc.batch_size, static_cast<int64_t>(order.size())));
+    int64_t left = steps_per_epoch - done_in_epoch;
+    int64_t epoch_steps = limited ? std::min(budget, left) : left;
     ProgressBar bar("epoch " + std::to_string(epoch) + "/" + std::to_string(tc.epochs), epoch_steps, options.log_every);
     double loss_sum = 0;
     int64_t samples = 0;
@@ -158,7 +185,7 @@ int run_train(const Config& config, const RunOptions& options) {
     auto epoch_start = Clock::now();
     auto step_start = epoch_start;
     feeder.run(
-        train, order, tc.batch_size, step, wire::kTrain, epoch_steps,
+        train, order, tc.batch_size, memory.split.micro, step, wire::kTrain, epoch_steps,
         [&](int64_t i, int64_t batch, const StepResult& r, uint32_t) {
           auto now = Clock::now();
           step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
@@ -190,8 +217,8 @@ int run_train(const Config& config, const RunOptions& options) {
     double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(samples, 1));
     bar.finish("loss " + fmt("%.4f", train_loss) + " " + fmt("%.0f", static_cast<double>(samples) / epoch_seconds) +
                " img/s");
-    last_eval = evaluate(feeder, test, tc.eval_batch_size);
-    if (static_cast<int64_t>(step_seconds.size()) == steps_per_epoch) epochs_done = epoch;
+    last_eval = evaluate(feeder, test, memory.eval_batch);
+    if (step == epoch * steps_per_epoch) epochs_done = epoch;
     // The median step after a short warm-up: the steady-state speed.
     std::vector<double> steady(
         step_seconds.begin() + std::min<ptrdiff_t>(5, static_cast<ptrdiff_t>(step_seconds.size()) / 2),
@@ -213,14 +240,7 @@ int run_train(const Config& config, const RunOptions& options) {
   save();
   group.shutdown();
   double total = std::chrono::duration<double>(Clock::now() - run_start).count();
-  for (const WorkerInfo& w : group.workers()) {
-    JsonObject j;
-    j.add("event", "device").add("device", w.device).add("pid", static_cast<int64_t>(w.pid));
-    j.add("vm_hwm_bytes", static_cast<int64_t>(w.vm_hwm_bytes));
-    j.add("transport_bytes_copied", static_cast<int64_t>(w.transport_bytes_copied));
-    j.add("tensors_sent", static_cast<int64_t>(w.handoffs)).add("bytes_sent", static_cast<int64_t>(w.bytes_handed));
-    metrics.write(j);
-  }
+  write_device_events(group, memory, metrics);
   if (options.profile) report_profile(group.workers(), std::cerr, metrics);
   JsonObject done;
   done.add("event", "done").add("steps", step).add("seconds", total).add("final_loss", static_cast<double>(last_loss));

@@ -184,6 +184,8 @@ void WorkerGroup::shutdown() {
       info_[i].transport_bytes_copied = bye.transport_bytes_copied;
       info_[i].handoffs = bye.handoffs;
       info_[i].bytes_handed = bye.bytes_handed;
+      info_[i].memory_peak_bytes = bye.memory_peak_bytes;
+      info_[i].memory_limit_bytes = bye.memory_limit_bytes;
     }
     ++byes;
   }

@@ -40,6 +40,7 @@ struct WorkerInfo {
   uint64_t vm_hwm_bytes = 0;
   uint64_t transport_bytes_copied = 0;
   uint64_t handoffs = 0, bytes_handed = 0;
+  uint64_t memory_peak_bytes = 0, memory_limit_bytes = 0;  // the device allocator's
   std::vector<wire::ProfileRecord> profile;
 };
 

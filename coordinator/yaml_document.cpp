@@ -4,11 +4,13 @@
 #include <yaml-cpp/parser.h>
 
 #include <map>
+#include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "coordinator/config_names.h"
+#include "coordinator/yaml_limits.h"
 #include "coordinator/yaml_scalar.h"
 
 namespace devmap {
@@ -46,18 +48,33 @@ class TreeChecker {
   int64_t count_ = 0;
 };
 
-// Records where each document of a stream starts; ignores everything else.
-struct DocumentStarts : YAML::EventHandler {
+// Records where each document of a stream starts, and the first anchor or
+// alias of the first document; ignores everything else.
+struct DocumentEvents : YAML::EventHandler {
   std::vector<YAML::Mark> marks;
+  std::optional<YAML::Mark> anchor;  // the first node with an anchor (&name) or alias (*name)
+
   void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t a) override { note(mark, a); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { note(mark, 1); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t a, const std::string&) override {
+    note(mark, a);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t a,
+                       YAML::EmitterStyle::value) override {
+    note(mark, a);
+  }
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t a, YAML::EmitterStyle::value) override {
+    note(mark, a);
+  }
   void OnMapEnd() override {}
+
+ private:
+  void note(const YAML::Mark& mark, YAML::anchor_t a) {
+    if (a != YAML::NullAnchor && !anchor && marks.size() == 1) anchor = mark;
+  }
 };
 
 // The first line up to `last_line` (1-based) whose indentation holds a tab,
@@ -90,8 +107,9 @@ YAML::Node parse_yaml_document(const std::string& text, const YamlSource& src) {
                     "YAML syntax error: a tab indents this line; YAML indents with spaces only");
     throw_invalid(at.prefix() + "YAML syntax error: " + e.msg);
   };
+  check_yaml_nesting(text, src);  // before yaml-cpp recurses into the text
   YAML::Node root;
-  DocumentStarts starts;
+  DocumentEvents starts;
   try {
     root = YAML::Load(text);  // the first document
     // Not YAML::LoadAll: yaml-cpp 0.7 loops forever (allocating) on some
@@ -108,6 +126,12 @@ YAML::Node parse_yaml_document(const std::string& text, const YamlSource& src) {
     throw_invalid(SourceLoc{src.file(), m.line + 1, m.column + 1}.prefix() +
                   "YAML syntax error: a second YAML document starts here; a config is one document "
                   "(a '---' line, or a stray character?)");
+  }
+  if (starts.anchor) {
+    const YAML::Mark& m = *starts.anchor;
+    throw_invalid(SourceLoc{src.file(), m.line + 1, m.column + 1}.prefix() +
+                  "YAML anchors and aliases (&name, *name, <<: *name) are not supported in a config; "
+                  "write the value out (see Limits in docs/CONFIG.md)");
   }
   return root;
 }

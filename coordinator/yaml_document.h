@@ -12,7 +12,9 @@ namespace devmap {
 
 // Parses `text` as a single YAML document. A syntax error becomes
 // "file:line:col: YAML syntax error: ..."; text holding several documents is
-// an error. Text without content (empty, only comments) gives a Null node.
+// an error, and so are anchors and aliases (&name, *name). Text that may
+// nest deeper than yaml_limits.h allows is refused before yaml-cpp parses
+// it. Text without content (empty, only comments) gives a Null node.
 YAML::Node parse_yaml_document(const std::string& text, const YamlSource& src);
 
 // Rejects what yaml-cpp accepts silently: a key given twice in one mapping

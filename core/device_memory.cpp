@@ -1,16 +1,30 @@
 #include "core/device_memory.h"
 
-#include "core/format_bytes.h"
 #include "core/error.h"
+#include "core/format_bytes.h"
 
 namespace devmap {
+
+namespace {
+
+[[noreturn]] void over_limit(const std::string& device, uint64_t bytes, std::string_view what, uint64_t in_use,
+                             uint64_t limit) {
+  throw_runtime(device + ": " + std::string(what) + " needs " + format_bytes(bytes) + " more, but " +
+                format_bytes(in_use) + " of its memory_limit of " + format_bytes(limit) + " are in use");
+}
+
+}  // namespace
+
+void DeviceMemory::charge(uint64_t bytes, std::string_view what) {
+  if (limit_ > 0 && in_use_ + bytes > limit_) over_limit(device_, bytes, what, in_use_, limit_);
+  in_use_ += bytes;
+  if (in_use_ > peak_) peak_ = in_use_;
+}
 
 void* DeviceMemory::allocate(size_t bytes, std::string_view what) {
   uint64_t charged = charged_bytes(bytes);
   if (charged == 0) return nullptr;
-  if (limit_ > 0 && in_use_ + charged > limit_)
-    throw_runtime(device_ + ": allocating " + format_bytes(charged) + " for " + std::string(what) + " would exceed its memory_limit of " +
-                  format_bytes(limit_) + " (" + format_bytes(in_use_) + " already in use)");
+  if (limit_ > 0 && in_use_ + charged > limit_) over_limit(device_, charged, what, in_use_, limit_);
   void* p = raw_allocate(charged);
   if (!p)
     throw_runtime(device_ + ": out of memory allocating " + format_bytes(charged) + " for " + std::string(what) + " (" +

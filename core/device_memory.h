@@ -40,6 +40,10 @@ class DeviceMemory {
   // exceeded.
   void* allocate(size_t bytes, std::string_view what);
   void release(void* p, size_t bytes);
+  // Counts `bytes` of memory that lives elsewhere but belongs to this
+  // device's budget (the shared-memory slots a CPU worker writes) against
+  // the limit, with allocate's checks and message.
+  void charge(uint64_t bytes, std::string_view what);
 
   uint64_t in_use_bytes() const { return in_use_; }
   uint64_t peak_bytes() const { return peak_; }
@@ -95,6 +99,8 @@ class DeviceBuffer {
 };
 
 // Bytes that allocate(bytes) charges against the limit.
-inline uint64_t charged_bytes(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+inline uint64_t charged_bytes(uint64_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
 
 }  // namespace devmap

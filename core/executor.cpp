@@ -5,19 +5,27 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/error.h"
+#include "core/host_memory.h"
 #include "core/random.h"
 
 namespace devmap {
 
 Executor::Executor(const Graph& graph, Program program, const KernelFactory& kernels, const OptimizerConfig& optimizer,
                    int threads, uint64_t seed, const DeviceProgram* part, const std::vector<Edge>* edges,
-                   Channel* channel)
+                   Channel* channel, DeviceMemory* memory)
     : graph_(graph),
       program_(std::move(program)),
       edges_(edges),
       channel_(channel),
       seed_(seed),
       pool_(std::make_unique<ThreadPool>(threads)) {
+  if (!memory) {
+    own_memory_ = std::make_unique<HostMemory>("host", 0);
+    memory = own_memory_.get();
+  }
+  memory_ = memory;
+  host_ = memory_->host_accessible();
   const size_t n = static_cast<size_t>(graph_.size());
   const size_t nt = static_cast<size_t>(program_.tensor_count());
   edge_of_.assign(nt, -1);
@@ -53,16 +61,19 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
       p.name = node.name + "." + spec.name;
       p.node = i;
       p.spec = spec;
-      p.value.resize(spec.shape.numel());
+      p.value = DeviceBuffer(*memory_, spec.shape.numel(), p.name);
       if (training) {
-        p.grad.resize(spec.shape.numel());
-        for (int s = 0; s < optimizer_->state_count(); ++s) p.state.emplace_back(spec.shape.numel());
+        p.grad = DeviceBuffer(*memory_, spec.shape.numel(), p.name + " gradient");
+        for (int s = 0; s < optimizer_->state_count(); ++s)
+          p.state.emplace_back(*memory_, spec.shape.numel(), p.name + " optimizer state");
       }
       node_params_[static_cast<size_t>(i)].push_back(static_cast<int>(params_.size()));
       params_.push_back(std::move(p));
     }
   }
   bound_.assign(nt, nullptr);
+  host_of_.assign(nt, nullptr);
+  external_.assign(n, false);
   buffers_.resize(nt);
 }
 
@@ -73,39 +84,79 @@ Shape Executor::tensor_shape(int tensor, int64_t batch) const {
   return graph_.node(t.node).out_shape_for(batch);
 }
 
+bool Executor::staged(int tensor) const {
+  const TensorInfo& t = program_.tensors[static_cast<size_t>(tensor)];
+  bool external = t.kind == TensorInfo::Kind::kActivation && external_[static_cast<size_t>(t.node)];
+  return external || edge_of_[static_cast<size_t>(tensor)] >= 0;
+}
+
+void Executor::set_external(int node) {
+  assert(max_batch_ == 0 && "set_external before reserve");
+  assert(edge_of_[static_cast<size_t>(node)] < 0 && "the channel binds tensors that cross devices");
+  external_[static_cast<size_t>(node)] = true;
+}
+
 void Executor::reserve(int64_t max_batch) {
   max_batch_ = max_batch;
   for (int t = 0; t < program_.tensor_count(); ++t) {
-    // Tensors that cross devices live in their edge's slots, not here.
-    if (!uses_[static_cast<size_t>(t)] || edge_of_[static_cast<size_t>(t)] >= 0) continue;
-    buffers_[static_cast<size_t>(t)].resize(tensor_shape(t, max_batch).numel());
+    auto i = static_cast<size_t>(t);
+    buffers_[i].reset();
+    // On a host device, external and cut-edge tensors are used in place.
+    if (!uses_[i] || (host_ && staged(t))) continue;
+    const TensorInfo& info = program_.tensors[i];
+    buffers_[i] = DeviceBuffer(*memory_, tensor_shape(t, max_batch).numel(), info.name);
   }
+  // One workspace as large as the largest op's planned figure (the op
+  // schema's, which the memory plan counts); a kernel may not need more.
+  workspace_.reset();
   workspace_bytes_ = 0;
-  for (int i = 0; i < graph_.size(); ++i)
-    if (kernels_[static_cast<size_t>(i)])
-      workspace_bytes_ =
-          std::max(workspace_bytes_, kernels_[static_cast<size_t>(i)]->workspace_bytes(graph_.node(i), max_batch));
-  workspace_.resize(static_cast<int64_t>((workspace_bytes_ + sizeof(float) - 1) / sizeof(float)));
+  for (int i = 0; i < graph_.size(); ++i) {
+    const OpKernel* k = kernels_[static_cast<size_t>(i)].get();
+    if (!k) continue;
+    const Node& node = graph_.node(i);
+    const size_t planned = node.workspace_bytes(max_batch), need = k->workspace_bytes(node, max_batch);
+    if (need > planned)
+      throw_runtime(node.name + " (" + node.op() + "): its kernel needs " + std::to_string(need) +
+                    " bytes of workspace at a batch of " + std::to_string(max_batch) + ", more than the " +
+                    std::to_string(planned) + " its op schema plans for (a kernel bug)");
+    workspace_bytes_ = std::max(workspace_bytes_, planned);
+  }
+  workspace_ =
+      DeviceBuffer(*memory_, static_cast<int64_t>((workspace_bytes_ + sizeof(float) - 1) / sizeof(float)), "workspace");
 }
 
 void Executor::init_parameters() {
+  std::vector<float> v;
   for (Parameter& p : params_) {
-    float* v = p.value.data();
     int64_t count = p.spec.shape.numel();
-    for (Buffer& s : p.state) std::fill(s.data(), s.data() + count, 0.0f);
+    for (DeviceBuffer& s : p.state) memory_->fill(s.data(), 0.0f, count);
     if (p.spec.init == ParamInit::kZeros) {
-      std::fill(v, v + count, 0.0f);
+      memory_->fill(p.value.data(), 0.0f, count);
       continue;
     }
+    v.resize(static_cast<size_t>(count));
     PhiloxKey key = philox_key(seed_, p.name);
     float bound = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.spec.fan_in)));
-    for (int64_t i = 0; i < count; ++i) v[i] = (2.0f * uniform_at(key, static_cast<uint64_t>(i)) - 1.0f) * bound;
+    for (int64_t i = 0; i < count; ++i)
+      v[static_cast<size_t>(i)] = (2.0f * uniform_at(key, static_cast<uint64_t>(i)) - 1.0f) * bound;
+    memory_->copy_from_host(p.value.data(), v.data(), v.size() * sizeof(float));
+  }
+  memory_->synchronize();
+}
+
+void Executor::read_parameter(const Parameter& p, std::vector<float>& value, std::vector<float>* grad) const {
+  auto count = static_cast<size_t>(p.spec.shape.numel());
+  value.resize(count);
+  memory_->copy_to_host(value.data(), p.value.data(), count * sizeof(float));
+  if (grad) {
+    grad->resize(count);
+    memory_->copy_to_host(grad->data(), p.grad.data(), count * sizeof(float));
   }
 }
 
 void Executor::bind_output(int node, float* data) {
-  assert(edge_of_[static_cast<size_t>(node)] < 0 && "the channel binds tensors that cross devices");
-  bound_[static_cast<size_t>(node)] = data;
+  assert(external_[static_cast<size_t>(node)] && "set_external(node) first");
+  (host_ ? bound_ : host_of_)[static_cast<size_t>(node)] = data;
 }
 
 TensorView Executor::view(int tensor, int64_t batch) const {
@@ -133,12 +184,29 @@ KernelContext Executor::context(const StepInfo& info) {
 }
 
 void Executor::forward(int64_t batch, const StepInfo& info) {
+  // Staged external tensors: inputs go to the device first, outputs come
+  // back after the pass.
+  std::vector<int> read_back;
+  for (int node = 0; node < graph_.size(); ++node) {
+    auto i = static_cast<size_t>(node);
+    if (!external_[i] || host_ || !uses_[i]) continue;
+    assert(host_of_[i] && "bind_output() every external op before running");
+    size_t bytes = tensor_shape(node, batch).numel() * sizeof(float);
+    if (graph_.node(node).schema->role == OpRole::kImageInput || graph_.node(node).schema->role == OpRole::kLabelInput)
+      memory_->copy_from_host(buffers_[i].data(), host_of_[i], bytes);
+    else
+      read_back.push_back(node);
+  }
   run(forward_, batch, info, false);
+  for (int node : read_back) {
+    auto i = static_cast<size_t>(node);
+    memory_->copy_to_host(host_of_[i], buffers_[i].data(), tensor_shape(node, batch).numel() * sizeof(float));
+  }
 }
 
 void Executor::backward(int64_t batch, const StepInfo& info, bool accumulate) {
   assert(program_.loss_grad >= 0);
-  if (owns_loss_) view(program_.loss_grad, batch)[0] = 1.0f;
+  if (owns_loss_) memory_->fill(view(program_.loss_grad, batch).data, 1.0f, 1);
   run(backward_, batch, info, accumulate);
 }
 
@@ -147,9 +215,9 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
   std::vector<TensorView> inputs, params;
   for (const Instr& ins : instrs) {
     auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    // A tensor that leaves this device is written straight into a slot.
+    // On a host device a tensor that leaves it is written straight into a slot.
     for (int t : ins.out) {
-      if (t < 0 || ins.kind == InstrKind::kRecv) continue;
+      if (!host_ || t < 0 || ins.kind == InstrKind::kRecv) continue;
       int e = edge_of_[static_cast<size_t>(t)];
       if (e >= 0) bound_[static_cast<size_t>(t)] = channel_->acquire(e, info.step, tensor_shape(t, batch).numel() * 4);
     }
@@ -168,19 +236,31 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
       case InstrKind::kBackward: run_kernel_backward(ins, batch, ctx, accumulate); break;
       case InstrKind::kSumGrads: {
         TensorView out = view(ins.out[0], batch);
-        std::vector<const float*> parts;
-        for (int t : ins.in) parts.push_back(view(t, batch).data);
-        pool_->parallel_for(out.numel(), [&](int64_t b, int64_t e) {
-          for (int64_t j = b; j < e; ++j) {
-            float s = parts[0][j];
-            for (size_t k = 1; k < parts.size(); ++k) s += parts[k][j];
-            out[j] = s;
-          }
-        });
+        parts_.clear();
+        for (int t : ins.in) parts_.push_back(view(t, batch).data);
+        memory_->sum(out.data, parts_, out.numel(), *pool_);
         break;
       }
-      case InstrKind::kSend: channel_->send(ins.node, info.step); break;
-      case InstrKind::kRecv: bound_[static_cast<size_t>(ins.out[0])] = channel_->receive(ins.node, info.step); break;
+      case InstrKind::kSend: {
+        if (!host_) {  // copy the staged tensor into a slot, then signal
+          int t = ins.in[0];
+          size_t bytes = tensor_shape(t, batch).numel() * sizeof(float);
+          float* slot = channel_->acquire(ins.node, info.step, bytes);
+          memory_->copy_to_host(slot, buffers_[static_cast<size_t>(t)].data(), bytes);
+        }
+        channel_->send(ins.node, info.step);
+        break;
+      }
+      case InstrKind::kRecv: {
+        int t = ins.out[0];
+        float* slot = channel_->receive(ins.node, info.step);
+        if (host_)
+          bound_[static_cast<size_t>(t)] = slot;
+        else
+          memory_->copy_from_host(buffers_[static_cast<size_t>(t)].data(), slot,
+                                  tensor_shape(t, batch).numel() * sizeof(float));
+        break;
+      }
     }
     if (profiling_) record(ins, batch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
@@ -235,6 +315,9 @@ void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContex
 }
 
 void Executor::finish_step(const StepInfo& info) {
+  // Copies from host memory may still be reading the slots (and the
+  // coordinator's input slot): the device finishes before they go back.
+  memory_->synchronize();
   if (channel_) channel_->release(info.step);
 }
 
@@ -244,7 +327,7 @@ void Executor::apply_optimizer(int64_t step) {
   std::vector<TensorView> state;
   for (Parameter& p : params_) {
     state.clear();
-    for (Buffer& s : p.state) state.push_back(s.view(p.spec.shape));
+    for (DeviceBuffer& s : p.state) state.push_back(s.view(p.spec.shape));
     optimizer_->update(p.value_view(), p.grad_view(), state, step, *pool_);
   }
   if (profiling_)
@@ -253,7 +336,9 @@ void Executor::apply_optimizer(int64_t step) {
 }
 
 float Executor::scalar(int node) const {
-  return view(node, 1)[0];
+  float v = 0;
+  memory_->copy_to_host(&v, view(node, 1).data, sizeof v);
+  return v;
 }
 
 }  // namespace devmap

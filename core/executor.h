@@ -1,9 +1,16 @@
 // Executor: runs a Program on one device with that device's kernels. It
 // owns the parameters of its ops, their gradients and optimizer state, and
 // every activation and gradient buffer, sized once for the largest batch
-// (no allocation in the steady state). Input ops' tensors can be bound to
-// memory the executor does not own (a shared-memory slot) for zero-copy
-// feeding.
+// (no allocation in the steady state), all drawn from the device's
+// DeviceMemory, which enforces its memory_limit. core/memory_plan.h
+// predicts these allocations byte for byte.
+//
+// Host memory the executor does not own (the coordinator's input and output
+// segments, the slots of cut edges) is used in place on a device whose
+// memory the CPU can address; on any other device (a GPU) each such tensor
+// gets a device staging buffer, and the executor copies between it and the
+// host memory: inputs before the forward pass, received slots on arrival,
+// sent slots just before the send, outputs after the forward pass.
 #pragma once
 
 #include <memory>
@@ -11,6 +18,7 @@
 #include <vector>
 
 #include "core/channel.h"
+#include "core/device_memory.h"
 #include "core/kernel.h"
 #include "core/partition.h"
 #include "core/profile.h"
@@ -30,8 +38,8 @@ struct Parameter {
   std::string name;
   int node = -1;
   ParamSpec spec;
-  Buffer value, grad;
-  std::vector<Buffer> state;  // optimizer state, each shaped like value
+  DeviceBuffer value, grad;         // device memory
+  std::vector<DeviceBuffer> state;  // optimizer state, each shaped like value
   TensorView value_view() const { return value.view(spec.shape); }
   TensorView grad_view() const { return grad.view(spec.shape); }
 };
@@ -41,12 +49,19 @@ class Executor {
   // `part` (may be null: run the whole program here) selects this device's
   // share of `program`: its ops, parameters and the sends and receives of
   // its cut edges, which go through `channel` (needed when part has edges).
+  // Every buffer comes from `memory` (null: unlimited host memory owned by
+  // the executor); parameters are allocated here, the rest in reserve().
   Executor(const Graph& graph, Program program, const KernelFactory& kernels, const OptimizerConfig& optimizer,
            int threads, uint64_t seed, const DeviceProgram* part = nullptr, const std::vector<Edge>* edges = nullptr,
-           Channel* channel = nullptr);
+           Channel* channel = nullptr, DeviceMemory* memory = nullptr);
   ~Executor();
 
+  // Declares that op `node`'s output lives in host memory bound later with
+  // bind_output (an input op fed by the coordinator, or an output it reads).
+  // Call before reserve().
+  void set_external(int node);
   // Allocates every buffer for batches of up to `max_batch` samples.
+  // Throws devmap::Error when the device's memory_limit is exceeded.
   void reserve(int64_t max_batch);
   int64_t max_batch() const { return max_batch_; }
 
@@ -54,12 +69,12 @@ class Executor {
   // (seed, "op.param"), identical in any process.
   void init_parameters();
 
-  // Points the output of op `node` (an input op, or an output read by the
-  // coordinator) at external memory holding at least max_batch() samples.
-  // nullptr reverts to the executor's own buffer. Not for tensors that
-  // cross devices: the channel binds those.
+  // Points the output of an external op (set_external) at host memory
+  // holding at least max_batch() samples. Not for tensors that cross
+  // devices: the channel binds those.
   void bind_output(int node, float* data);
-  // The current buffer of an op's output, for `batch` samples.
+  // The current buffer of an op's output, for `batch` samples, in device
+  // memory (host memory on the CPU).
   TensorView output(int node, int64_t batch) const;
 
   void forward(int64_t batch, const StepInfo& info);
@@ -71,13 +86,17 @@ class Executor {
 
   // The scalar output of a loss or metric op after forward().
   float scalar(int node) const;
+  // Copies of a parameter's value or gradient in host memory.
+  void read_parameter(const Parameter& p, std::vector<float>& value, std::vector<float>* grad = nullptr) const;
+  DeviceMemory& memory() { return *memory_; }
   // Times every instruction from now on (--profile).
   void enable_profile() { profiling_ = true; }
   const Profile& profile() const { return profile_; }
 
   // Whether op `node` runs here.
   bool is_local(int node) const { return local_[static_cast<size_t>(node)]; }
-  // Hands back every slot received for the step (end of the step).
+  // Waits for the device, then hands back every slot received for the step
+  // (end of the step).
   void finish_step(const StepInfo& info);
 
   std::vector<Parameter>& parameters() { return params_; }
@@ -88,6 +107,7 @@ class Executor {
 
  private:
   Shape tensor_shape(int tensor, int64_t batch) const;
+  bool staged(int tensor) const;  // external or cut-edge tensor behind a device staging buffer
   TensorView view(int tensor, int64_t batch) const;
   KernelContext context(const StepInfo& info);
   void run(const std::vector<Instr>& instrs, int64_t batch, const StepInfo& info, bool accumulate);
@@ -107,13 +127,20 @@ class Executor {
   Profile profile_;
   uint64_t seed_;
   std::unique_ptr<ThreadPool> pool_;
+  // Declared before every DeviceBuffer member: buffers release into it.
+  std::unique_ptr<DeviceMemory> own_memory_;
+  DeviceMemory* memory_ = nullptr;
+  bool host_ = true;                                // memory_->host_accessible()
   std::vector<std::unique_ptr<OpKernel>> kernels_;  // per node (null where none)
   std::unique_ptr<OptimizerKernel> optimizer_;
   std::vector<Parameter> params_;
   std::vector<std::vector<int>> node_params_;  // node -> indices into params_
-  std::vector<Buffer> buffers_;                // per tensor
-  std::vector<float*> bound_;                  // per tensor: external memory or null
-  Buffer workspace_;
+  std::vector<DeviceBuffer> buffers_;          // per tensor
+  std::vector<float*> bound_;                  // per tensor: host memory used in place, or null
+  std::vector<float*> host_of_;                // per tensor: host memory behind a staging buffer, or null
+  std::vector<bool> external_;                 // per node: set_external
+  DeviceBuffer workspace_;
+  std::vector<const float*> parts_;  // kSumGrads scratch
   size_t workspace_bytes_ = 0;
   int64_t max_batch_ = 0;
 };

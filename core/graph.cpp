@@ -27,8 +27,39 @@ std::vector<int> Graph::consumers(int i) const {
   return out;
 }
 
+namespace {
+
+// Bounds that keep every size computation far from int64 overflow: any
+// integer attribute (a dimension, a filter or unit count, a kernel size),
+// and the elements of one sample's tensor or of one parameter.
+constexpr int64_t kMaxAttrInt = int64_t{1} << 24;
+constexpr int64_t kMaxElements = int64_t{1} << 32;
+
+void check_attr_bounds(const Node& n) {
+  for (const auto& [key, value] : n.attrs.values()) {
+    bool ok = true;
+    if (const auto* i = std::get_if<int64_t>(&value)) ok = *i <= kMaxAttrInt;
+    if (const auto* l = std::get_if<std::vector<int64_t>>(&value))
+      for (int64_t x : *l) ok = ok && x <= kMaxAttrInt;
+    if (!ok)
+      throw_invalid(n.loc.prefix() + "op '" + n.name + "' (" + n.op() + ") attribute '" + key + "' is larger than " +
+                    std::to_string(kMaxAttrInt));
+  }
+}
+
+void check_elements(const Node& n, const Shape& s, const std::string& what) {
+  int64_t count = 1;
+  for (int64_t d : s.dims())
+    if (__builtin_mul_overflow(count, d, &count) || count > kMaxElements)
+      throw_invalid(n.loc.prefix() + n.op() + " '" + n.name + "': " + what + " " + s.to_string() + " has more than " +
+                    std::to_string(kMaxElements) + " elements");
+}
+
+}  // namespace
+
 void Graph::infer() {
   for (Node& n : nodes_) {
+    check_attr_bounds(n);
     n.input_shapes.clear();
     for (int in : n.inputs) {
       const Node& src = node(in);
@@ -43,6 +74,8 @@ void Graph::infer() {
     } catch (const Error& e) {
       throw Error(e.kind(), n.loc.prefix() + n.op() + " '" + n.name + "': " + e.what());
     }
+    check_elements(n, n.out_shape, "its output per sample");
+    for (const ParamSpec& p : n.params) check_elements(n, p.shape, "parameter '" + p.name + "'");
   }
 }
 
@@ -72,6 +105,10 @@ int64_t Node::param_bytes() const {
   int64_t n = 0;
   for (const ParamSpec& p : params) n += p.shape.numel();
   return n * 4;
+}
+
+uint64_t Node::workspace_bytes(int64_t batch) const {
+  return schema->workspace_bytes ? schema->workspace_bytes(attrs, input_shapes, out_shape, batch) : 0;
 }
 
 double Node::forward_flops(int64_t batch) const {

@@ -30,8 +30,9 @@ struct Node {
   // Sizes the planner needs, float32.
   int64_t param_bytes() const;
   int64_t activation_bytes(int64_t batch) const { return out_shape_for(batch).numel() * 4; }
-  double forward_flops(int64_t batch) const;   // 0 for ops without a count
-  double backward_flops(int64_t batch) const;  // 0 when not differentiable
+  double forward_flops(int64_t batch) const;      // 0 for ops without a count
+  uint64_t workspace_bytes(int64_t batch) const;  // OpSchema::workspace_bytes, 0 when none
+  double backward_flops(int64_t batch) const;     // 0 when not differentiable
 };
 
 class Graph {

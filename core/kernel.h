@@ -72,6 +72,9 @@ struct OptimizerConfig {
 };
 
 const char* optimizer_kind_name(OptimizerConfig::Kind k);
+// State tensors per parameter (sgd 0, momentum 1, adam 2): every device's
+// OptimizerKernel::state_count() agrees with it.
+int optimizer_state_count(OptimizerConfig::Kind k);
 
 // Applies one update to one parameter tensor. State tensors (velocity, Adam
 // moments) are zero-initialised by the caller, state_count() of them, each

@@ -52,6 +52,11 @@ struct OpSchema {
   std::function<std::vector<ParamSpec>(const Attrs&, const std::vector<Shape>& in)> params;
   // Multiply-adds count as 2 FLOPs; per sample, forward pass only.
   std::function<double(const Attrs&, const std::vector<Shape>& in, const Shape& out)> forward_flops;
+  // Scratch memory, in bytes, that the op's kernels use at `batch` samples
+  // (null: none). The memory plan reserves the largest over a device's ops;
+  // a device's kernels must not need more (tests compare the plan with the
+  // allocators' measured peak). Monotone in the batch.
+  std::function<uint64_t(const Attrs&, const std::vector<Shape>& in, const Shape& out, int64_t batch)> workspace_bytes;
 
   // Gradient rule. An op with differentiable == false stops gradients.
   bool differentiable = true;

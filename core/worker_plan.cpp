@@ -32,6 +32,36 @@ AttrValue get_attr(ByteReader& r) {
   }
 }
 
+// Holds a decoded node to what the config loader guarantees (shape
+// inference and kernels trust it): its schema's input count, and attributes
+// of its schema only, each of its type and range. A missing optional
+// attribute gets its default.
+void check_node(Node& n) {
+  auto fail = [&](const std::string& why) {
+    throw_runtime("malformed worker plan: op '" + n.name + "' (" + n.op() + ") " + why);
+  };
+  if (static_cast<int64_t>(n.inputs.size()) != n.schema->num_inputs)
+    fail("has " + std::to_string(n.inputs.size()) + " inputs, its schema takes " +
+         std::to_string(n.schema->num_inputs));
+  for (const auto& [key, value] : n.attrs.values()) {
+    const AttrSpec* spec = nullptr;
+    for (const AttrSpec& s : n.schema->attrs)
+      if (s.name == key) spec = &s;
+    if (!spec) fail("has unknown attribute '" + key + "'");
+    if (value.index() != static_cast<size_t>(spec->type)) fail("attribute '" + key + "' has the wrong type");
+    bool in_range = true;
+    if (const auto* i = std::get_if<int64_t>(&value)) in_range = *i >= spec->min_int;
+    if (const auto* l = std::get_if<std::vector<int64_t>>(&value))
+      for (int64_t x : *l) in_range = in_range && x >= spec->min_int;
+    if (!in_range) fail("attribute '" + key + "' is below " + std::to_string(spec->min_int));
+  }
+  for (const AttrSpec& spec : n.schema->attrs) {
+    if (n.attrs.has(spec.name)) continue;
+    if (spec.required) fail("lacks attribute '" + spec.name + "'");
+    n.attrs.set(spec.name, spec.default_value);
+  }
+}
+
 void put_layout(ByteWriter& w, const InputLayout& l) {
   w.put<uint32_t>(l.slots);
   w.put<uint64_t>(l.slot_bytes);
@@ -92,6 +122,7 @@ std::string encode_worker_plan(const WorkerPlan& p) {
                    p.optimizer.epsilon, p.optimizer.weight_decay})
     w.put(d);
   w.put<int64_t>(p.max_batch);
+  w.put<uint64_t>(p.memory_limit);
   w.put<uint32_t>(static_cast<uint32_t>(p.graph.size()));
   for (const Node& n : p.graph.nodes()) {
     w.put_string(n.name);
@@ -133,6 +164,9 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
                     &p.optimizer.epsilon, &p.optimizer.weight_decay})
     *d = r.get<double>();
   p.max_batch = r.get<int64_t>();
+  if (p.max_batch < 1 || p.max_batch > (int64_t{1} << 24))
+    throw_runtime("malformed worker plan: max_batch " + std::to_string(p.max_batch) + " is out of range");
+  p.memory_limit = r.get<uint64_t>();
   uint32_t count = r.get_count(16);
   for (uint32_t i = 0; i < count; ++i) {
     Node n;
@@ -152,6 +186,7 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
       std::string key = r.get_string();
       n.attrs.set(key, get_attr(r));
     }
+    check_node(n);
     p.graph.add(std::move(n));
   }
   p.graph.infer();

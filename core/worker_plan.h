@@ -36,9 +36,10 @@ struct WorkerPlan {
   bool training = true;
   bool profile = false;  // time every op (--profile)
   OptimizerConfig optimizer;
-  int64_t max_batch = 1;
-  Graph graph;               // ops with attrs and inputs; shapes re-inferred on decode
-  std::vector<int> outputs;  // inference: the ops whose outputs are wanted
+  int64_t max_batch = 1;      // the largest (micro-)batch a step carries
+  uint64_t memory_limit = 0;  // the device's memory_limit in bytes (0: unlimited)
+  Graph graph;                // ops with attrs and inputs; shapes re-inferred on decode
+  std::vector<int> outputs;   // inference: the ops whose outputs are wanted
   std::string input_segment;
   InputLayout layout;
   // Inference: where the worker that computes an output op writes it.

@@ -4,11 +4,12 @@
 # when a package is missing. Works as root or through sudo.
 #
 #   scripts/setup.sh            build, test, data and benchmark-peer dependencies
-#                               (python3-torch: a test checks devmap against it)
+#                               (python3-torch: a test checks devmap against it;
+#                               ccache: CMake uses it when present)
 set -euo pipefail
 
 packages=(
-  cmake ninja-build pkg-config g++
+  cmake ninja-build pkg-config g++ ccache
   libyaml-cpp-dev libzmq3-dev cppzmq-dev libboost-dev
   libopenblas-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -17,7 +18,7 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (known: --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,20 +1,67 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything with warnings as errors and
 # runs every test under ctest. Extra arguments go to ctest (e.g. -R Config).
+#
+#   scripts/test.sh [--sanitizers] [CTEST_ARGS...]
+#
+# With --sanitizers, or CI=true, two more stages follow the suite:
+#   asan  the suite again under AddressSanitizer + UBSan (preset asan),
+#         leaving out the tests labelled slow (long training) and python
+#   tsan  the transport tests under ThreadSanitizer (preset tsan), with
+#         tests/tsan.supp for libzmq's internals
+# docs/TESTING.md describes the labels and stages.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-"$root/scripts/setup.sh"
-dir=$("$root/scripts/build.sh" ci)
-cd "$dir"
-ctest --output-on-failure --timeout 600 -j "$(nproc 2>/dev/null || echo 2)" "$@"
-# Segments are named devmap-<owner pid>-...: one whose owner is gone leaked.
-leaked=()
-for f in /dev/shm/devmap-*; do
-  [[ -e "$f" ]] || continue
-  pid=${f#/dev/shm/devmap-}; pid=${pid%%-*}
-  kill -0 "$pid" 2>/dev/null || leaked+=("$f")
+sanitizers=0
+[[ "${CI:-}" == "true" ]] && sanitizers=1
+args=()
+for a in "$@"; do
+  if [[ "$a" == "--sanitizers" ]]; then sanitizers=1; else args+=("$a"); fi
 done
-if [[ ${#leaked[@]} -gt 0 ]]; then
-  echo "test.sh: shared-memory segments left behind: ${leaked[*]}" >&2
-  exit 1
+jobs=$(nproc 2>/dev/null || echo 2)
+"$root/scripts/setup.sh"
+
+# Segments are named devmap-<owner pid>-...: one whose owner is gone leaked.
+check_segments() {
+  local leaked=() f pid
+  for f in /dev/shm/devmap-*; do
+    [[ -e "$f" ]] || continue
+    pid=${f#/dev/shm/devmap-}; pid=${pid%%-*}
+    kill -0 "$pid" 2>/dev/null || leaked+=("$f")
+  done
+  if [[ ${#leaked[@]} -gt 0 ]]; then
+    echo "test.sh: shared-memory segments left behind ($1): ${leaked[*]}" >&2
+    exit 1
+  fi
+}
+
+# stage NAME: prints how long the previous stage took and starts timing NAME.
+stage_start=$SECONDS stage_name=""
+stage() {
+  [[ -z "$stage_name" ]] || echo "test.sh: stage $stage_name took $((SECONDS - stage_start)) s" >&2
+  stage_name=$1 stage_start=$SECONDS
+}
+
+stage "build (ci)"
+dir=$("$root/scripts/build.sh" ci)
+stage "test (ci)"
+(cd "$dir" && ctest --output-on-failure --timeout 600 -j "$jobs" "${args[@]}")
+check_segments "ci"
+
+if [[ $sanitizers -eq 1 ]]; then
+  stage "build (asan)"
+  dir=$("$root/scripts/build.sh" asan)
+  stage "test (asan)"
+  # detect_leaks: LeakSanitizer runs at every exit, child processes too.
+  (cd "$dir" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    ctest --output-on-failure --timeout 600 -j "$jobs" -LE 'slow|python' "${args[@]}")
+  check_segments "asan"
+
+  stage "build (tsan)"
+  dir=$("$root/scripts/build.sh" tsan transport_tests)
+  stage "test (tsan)"
+  (cd "$dir" && TSAN_OPTIONS="suppressions=$root/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1" \
+    ctest --output-on-failure --timeout 600 -j "$jobs" -L transport "${args[@]}")
+  check_segments "tsan"
 fi
+stage ""

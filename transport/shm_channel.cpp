@@ -58,6 +58,13 @@ ShmChannel::ShmChannel(zmq::context_t& ctx, std::string device, const std::map<s
 
 ShmChannel::~ShmChannel() = default;
 
+std::vector<ShmChannel::Region> ShmChannel::regions() const {
+  std::vector<Region> out;
+  for (const auto& [id, st] : edges_)
+    out.push_back({id, st->segment.data(), st->edge.slot_bytes * st->edge.slots, st->producing});
+  return out;
+}
+
 ShmChannel::EdgeState& ShmChannel::state(int edge) {
   auto it = edges_.find(edge);
   if (it == edges_.end()) throw_runtime("edge " + std::to_string(edge) + " is not connected to " + device_);

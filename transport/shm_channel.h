@@ -57,6 +57,15 @@ class ShmChannel : public Channel {
 
   const ChannelStats& stats() const { return stats_; }
 
+  struct Region {
+    int edge;
+    void* data;
+    size_t bytes;
+    bool producing;  // this device writes the edge's slots
+  };
+  // The mapped slot rings, one per edge (for a GPU worker to pin them).
+  std::vector<Region> regions() const;
+
  private:
   struct EdgeState;
   EdgeState& state(int edge);

@@ -18,7 +18,7 @@ namespace devmap::wire {
 constexpr uint32_t kMagic = 0x50414d44;  // "DMAP" little-endian
 // Bumped whenever a message's layout or meaning changes; HELLO carries it
 // and a mismatch ends the handshake with an error.
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;
 
 enum class MsgType : uint32_t {
   kHello = 1,     // worker -> coordinator: Hello
@@ -65,6 +65,8 @@ static_assert(sizeof(Ready) == 112 && std::is_trivially_copyable_v<Ready>);
 enum StepFlags : uint32_t {
   kTrain = 1u << 0,       // forward + backward + optimizer update (else forward only)
   kParamStats = 1u << 1,  // append a ParamStat per parameter to StepDone
+  kAccumulate = 1u << 2,  // training micro-batch after the first: add to the step's parameter gradients
+  kNoUpdate = 1u << 3,    // training micro-batch before the last: no optimizer update yet
 };
 
 struct Step {
@@ -103,8 +105,10 @@ struct Bye {
   uint64_t bytes_handed;            // bytes those tensors held
   uint32_t profile_entries;         // ProfileRecord entries that follow (--profile)
   uint32_t reserved;
+  uint64_t memory_peak_bytes;   // the device allocator's peak (tensors, workspace, slots)
+  uint64_t memory_limit_bytes;  // its memory_limit (0: unlimited)
 };
-static_assert(sizeof(Bye) == 40 && std::is_trivially_copyable_v<Bye>);
+static_assert(sizeof(Bye) == 56 && std::is_trivially_copyable_v<Bye>);
 
 // One line of a worker's per-op timing.
 struct ProfileRecord {

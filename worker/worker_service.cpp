@@ -16,6 +16,8 @@
 
 #include "core/error.h"
 #include "core/executor.h"
+#include "core/format_bytes.h"
+#include "core/host_memory.h"
 #include "core/process_stats.h"
 #include "core/worker_plan.h"
 #include "transport/control_channel.h"
@@ -105,6 +107,8 @@ class Worker {
         throw_runtime("output segment " + plan_.output_segment + " is smaller than its layout");
     }
     rt.set_threads(plan_.threads);
+    memory_ = rt.make_memory ? rt.make_memory(plan_.device, plan_.memory_limit)
+                             : std::make_unique<HostMemory>(plan_.device, plan_.memory_limit);
     Program program =
         plan_.training ? build_training_program(plan_.graph) : build_inference_program(plan_.graph, plan_.outputs);
     // This device's share: the same pure function the coordinator planned with.
@@ -116,8 +120,26 @@ class Worker {
           std::make_unique<ShmChannel>(ctx, plan_.device, data_endpoints(partition_, plan_.run_dir), edges, [parent] {
             if (::getppid() != parent) throw_runtime("the coordinator (pid " + std::to_string(parent) + ") is gone");
           });
+    if (channel_) {
+      for (const ShmChannel::Region& r : channel_->regions()) {
+        // A CPU worker's slots are its memory: those it writes count against
+        // its budget. A GPU worker pins every slot it copies to or from.
+        if (!memory_->host_accessible())
+          memory_->register_host(r.data, r.bytes);
+        else if (r.producing)
+          memory_->charge(charged_bytes(r.bytes),
+                          "the slots of cut edge " + partition_.edges[static_cast<size_t>(r.edge)].name);
+      }
+    }
     exec_ = std::make_unique<Executor>(plan_.graph, std::move(program), *rt.kernels, plan_.optimizer, plan_.threads,
-                                       plan_.seed, &mine, &partition_.edges, channel_.get());
+                                       plan_.seed, &mine, &partition_.edges, channel_.get(), memory_.get());
+    for (int node : plan_.layout.input_nodes) exec_->set_external(node);
+    for (int node : plan_.output_layout.input_nodes)
+      if (exec_->is_local(node)) exec_->set_external(node);
+    if (!memory_->host_accessible()) {
+      memory_->register_host(segment_.data(), segment_.size());
+      if (output_segment_) memory_->register_host(output_segment_->data(), output_segment_->size());
+    }
     exec_->reserve(plan_.max_batch);
     if (!plan_.affinity.empty()) pin_threads(plan_.affinity);
     if (plan_.profile) exec_->enable_profile();
@@ -141,6 +163,8 @@ class Worker {
     int fd = ::open(io.path.c_str(), io.op == ParamsIo::Op::kSave ? O_WRONLY : O_RDONLY);
     if (fd < 0) throw_runtime("cannot open " + io.path + ": " + std::strerror(errno));
     try {
+      DeviceMemory& mem = exec_->memory();
+      std::vector<float> staging;
       for (const ParamsIo::Entry& e : io.entries) {
         float* data = tensor_for(e.name);
         const Parameter* p = param_of(e.name);
@@ -148,7 +172,14 @@ class Worker {
         if (bytes != e.bytes)
           throw_runtime(e.name + ": " + std::to_string(e.bytes) + " bytes in " + io.path + ", " +
                         std::to_string(bytes) + " here");
-        auto* c = reinterpret_cast<char*>(data);
+        // Device memory the CPU cannot address goes through a host copy.
+        float* host = data;
+        if (!mem.host_accessible()) {
+          staging.resize(static_cast<size_t>(p->spec.shape.numel()));
+          host = staging.data();
+          if (io.op == ParamsIo::Op::kSave) mem.copy_to_host(host, data, bytes);
+        }
+        auto* c = reinterpret_cast<char*>(host);
         for (uint64_t done = 0; done < bytes;) {
           ssize_t n = io.op == ParamsIo::Op::kSave
                           ? ::pwrite(fd, c + done, bytes - done, static_cast<off_t>(e.offset + done))
@@ -158,6 +189,7 @@ class Worker {
                           io.path + ": " + (n == 0 ? "unexpected end of file" : std::strerror(errno)));
           done += static_cast<uint64_t>(n);
         }
+        if (host != data && io.op == ParamsIo::Op::kLoad) mem.copy_from_host(data, host, bytes);
       }
     } catch (...) {
       ::close(fd);
@@ -168,7 +200,7 @@ class Worker {
 
   // BYE's body: counters, then the per-op profile when asked for.
   std::string bye() const {
-    wire::Bye b{read_vm_hwm_bytes(), 0, 0, 0, 0, 0};
+    wire::Bye b{read_vm_hwm_bytes(), 0, 0, 0, 0, 0, memory_->peak_bytes(), memory_->limit_bytes()};
     if (channel_) {
       b.transport_bytes_copied = channel_->stats().bytes_copied;
       b.handoffs = channel_->stats().handoffs;
@@ -208,21 +240,22 @@ class Worker {
     if (fail_at_step_ >= 0 && s.step == fail_at_step_ && (s.flags & wire::kTrain))
       throw_runtime("injected failure at step " + std::to_string(s.step) + " (DEVMAP_TEST_FAIL_AT_STEP)");
     bool train = (s.flags & wire::kTrain) != 0;
+    bool update = train && (s.flags & wire::kNoUpdate) == 0;
     StepInfo info{s.step, s.sample_offset, s.batch_total, train};
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::vector<float>> before;
-    bool stats = (s.flags & wire::kParamStats) != 0 && train;
+    // Statistics describe the step's update: taken on its last micro-batch.
+    bool stats = (s.flags & wire::kParamStats) != 0 && update;
     if (stats)
-      for (const Parameter& p : exec_->parameters())
-        before.emplace_back(p.value.data(), p.value.data() + p.spec.shape.numel());
+      for (const Parameter& p : exec_->parameters()) exec_->read_parameter(p, before.emplace_back());
     exec_->forward(s.batch, info);
     wire::StepDone done{};
     done.step = s.step;
     if (loss_node_ >= 0 && exec_->is_local(loss_node_)) done.loss = exec_->scalar(loss_node_);
     if (metric_node_ >= 0 && exec_->is_local(metric_node_)) done.metric = exec_->scalar(metric_node_);
     if (train) {
-      exec_->backward(s.batch, info, /*accumulate=*/false);
-      exec_->apply_optimizer(s.step + 1);
+      exec_->backward(s.batch, info, (s.flags & wire::kAccumulate) != 0);
+      if (update) exec_->apply_optimizer(s.step + 1);
     }
     exec_->finish_step(info);
     done.compute_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -231,19 +264,21 @@ class Worker {
       auto& params = exec_->parameters();
       done.param_stats = static_cast<uint32_t>(params.size());
       body.assign(reinterpret_cast<const char*>(&done), sizeof done);
+      std::vector<float> value, grad;
       for (size_t i = 0; i < params.size(); ++i) {
         const Parameter& p = params[i];
         int64_t n = p.spec.shape.numel();
+        exec_->read_parameter(p, value, &grad);
         wire::ParamStat st{};
         wire::copy_name(st.name, p.name);
-        st.grad_norm = static_cast<float>(l2_norm(p.grad.data(), n));
+        st.grad_norm = static_cast<float>(l2_norm(grad.data(), n));
         double d = 0;
         for (int64_t j = 0; j < n; ++j) {
-          double diff = static_cast<double>(p.value.data()[j]) - before[i][static_cast<size_t>(j)];
+          double diff = static_cast<double>(value[static_cast<size_t>(j)]) - before[i][static_cast<size_t>(j)];
           d += diff * diff;
         }
         st.update_norm = static_cast<float>(std::sqrt(d));
-        st.value_norm = static_cast<float>(l2_norm(p.value.data(), n));
+        st.value_norm = static_cast<float>(l2_norm(value.data(), n));
         body.append(reinterpret_cast<const char*>(&st), sizeof st);
       }
     }
@@ -272,6 +307,7 @@ class Worker {
   std::unique_ptr<ShmSegment> output_segment_;
   Partition partition_;
   std::unique_ptr<ShmChannel> channel_;
+  std::unique_ptr<DeviceMemory> memory_;  // outlives the executor, whose buffers it holds
   std::unique_ptr<Executor> exec_;
   int loss_node_ = -1, metric_node_ = -1;
   int64_t fail_at_step_ = -1;
@@ -309,7 +345,7 @@ void serve(const Args& args, const WorkerRuntime& rt) {
           if (worker)
             client.send(wire::frame(wire::MsgType::kBye, std::string_view(worker->bye())));
           else
-            client.send(wire::frame(wire::MsgType::kBye, wire::Bye{read_vm_hwm_bytes(), 0, 0, 0, 0, 0}));
+            client.send(wire::frame(wire::MsgType::kBye, wire::Bye{read_vm_hwm_bytes(), 0, 0, 0, 0, 0, 0, 0}));
           return;
         case wire::MsgType::kError: throw_runtime("coordinator: " + m.body);
         default: throw_runtime(std::string("unexpected ") + wire::msg_type_name(m.type) + " message");

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
+#include "core/device_memory.h"
 #include "core/kernel.h"
 
 namespace devmap {
@@ -18,6 +20,9 @@ struct WorkerRuntime {
   const KernelFactory* kernels;           // this device kind's kernels
   std::function<void(int)> set_threads;   // tells libraries (OpenBLAS) how many threads to use
   std::function<std::string()> describe;  // the compute libraries and their versions
+  // The device's memory with `limit_bytes` (0: the device's default); null:
+  // host memory (HostMemory).
+  std::function<std::unique_ptr<DeviceMemory>(const std::string& device, uint64_t limit_bytes)> make_memory;
 };
 
 int worker_main(int argc, char** argv, const WorkerRuntime& runtime);

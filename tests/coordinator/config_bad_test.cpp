@@ -131,13 +131,15 @@ TEST(BadConfig, RejectsAnAliasBomb) {
     text += "]\n";
   }
   const std::string message = error_of([&] { load_config_text(text, "bomb.yaml"); });
-  EXPECT_NE(message.find("expands to more than 100000 YAML nodes"), std::string::npos) << message;
+  // Refused before yaml-cpp expands anything: configs take no aliases.
+  EXPECT_EQ(message.rfind("bomb.yaml:1:5: YAML anchors and aliases", 0), 0u) << message;
 }
 
 TEST(BadConfig, RejectsDeepNesting) {
   std::string text = "model: " + std::string(100, '[') + std::string(100, ']') + "\n";
   const std::string message = error_of([&] { load_config_text(text, "deep.yaml"); });
-  EXPECT_NE(message.find("nested deeper than 32 levels"), std::string::npos) << message;
+  // Refused before yaml-cpp recurses into it.
+  EXPECT_NE(message.find("deep.yaml:1:71: the config nests deeper than 64 levels"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <regex>
 #include <thread>
 
+#include "tests/support/metrics.h"
 #include "tests/support/run_process.h"
 
 namespace devmap::testing {
@@ -20,13 +21,6 @@ struct TrainRun {
   std::vector<std::string> losses;  // each step's loss as printed (9 significant digits)
   std::string run_id, err, metrics;
 };
-
-std::string field(const std::string& line, const std::string& key) {
-  std::smatch m;
-  if (!std::regex_search(line, m, std::regex("\"" + key + "\":(\"[^\"]*\"|[^,}\\]]+)"))) return "";
-  std::string v = m[1];
-  return v.size() >= 2 && v.front() == '"' ? v.substr(1, v.size() - 2) : v;
-}
 
 TrainRun train(const std::string& config, int threads, const std::string& dir, const std::string& tag) {
   TrainRun r;
@@ -59,10 +53,10 @@ TrainRun train(const std::string& config, int threads, const std::string& dir, c
   r.err = p.err;
   std::istringstream in(read_file(r.metrics));
   for (std::string line; std::getline(in, line);) {
-    if (field(line, "event") == "step") r.losses.push_back(field(line, "loss"));
-    if (field(line, "event") == "start") r.run_id = field(line, "run_id");
-    if (field(line, "event") == "device") {
-      EXPECT_EQ(field(line, "transport_bytes_copied"), "0") << "CPU-to-CPU edges are read in place";
+    if (json_field(line, "event") == "step") r.losses.push_back(json_field(line, "loss"));
+    if (json_field(line, "event") == "start") r.run_id = json_field(line, "run_id");
+    if (json_field(line, "event") == "device") {
+      EXPECT_EQ(json_field(line, "transport_bytes_copied"), "0") << "CPU-to-CPU edges are read in place";
     }
   }
   return r;

@@ -10,6 +10,7 @@
 #include <regex>
 #include <thread>
 
+#include "tests/support/metrics.h"
 #include "tests/support/run_process.h"
 
 namespace devmap::testing {
@@ -17,23 +18,6 @@ namespace {
 
 const std::string kConfig = std::string(DEVMAP_SOURCE_DIR) + "/configs/fashion_mnist_cnn.yaml";
 const std::string kData = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
-
-// The value of "key": in one JSON line, as text ("" when absent).
-std::string json_field(const std::string& line, const std::string& key) {
-  std::smatch m;
-  std::regex re("\"" + key + "\":(\"[^\"]*\"|[^,}\\]]+)");
-  if (!std::regex_search(line, m, re)) return "";
-  std::string v = m[1];
-  return v.size() >= 2 && v.front() == '"' ? v.substr(1, v.size() - 2) : v;
-}
-
-std::vector<std::string> lines_with(const std::string& text, const std::string& event) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (json_field(line, "event") == event) out.push_back(line);
-  return out;
-}
 
 std::vector<std::string> small_run_args(const std::string& metrics, int steps) {
   return {DEVMAP_COORDINATOR_BIN,

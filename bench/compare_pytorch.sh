@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# devmap against PyTorch on this machine, side by side: training the reference
+# CNN and the MLP for a fixed number of steps (median step images/s after 5
+# warm-up steps), and predicting the 10000 test images at batch 1000 with the
+# weights devmap just trained. Runs alternate devmap / PyTorch run by run,
+# --runs of each at every thread count; prints the median and the spread
+# (min-max) of each, the ratios of the medians, the MLP's time per step and
+# how much of it is spent outside the kernels, and the fraction of the
+# GEMM-bound limit (FLOPs per image from the model / SGEMM GFLOP/s measured
+# here with the same threads, bench/gemm_probe --rate).
+#
+#   bench/compare_pytorch.sh [--threads "1 2"] [--runs 3] [--steps 150] [--mlp-steps 400] [--newest auto|no]
+#
+# PyTorch is Debian's python3-torch (/usr/bin/python3). With --newest auto
+# (the default) the newest PyTorch and ONNX Runtime from PyPI are installed
+# into bench/.venv (git-ignored) when missing and compared too (ONNX Runtime
+# for prediction, through an ONNX export of the same weights); whichever
+# cannot be installed or imported is skipped with a note.
+# DEVMAP_BUILD_DIR=build/perf uses an existing build (with gemm_probe) as is.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+threads="1 2"
+runs=3
+steps=150
+mlp_steps=400
+newest=auto
+bench_options 20 --threads=threads --runs=runs --steps=steps --mlp-steps=mlp_steps --newest=newest -- "$@"
+bench_build gemm_probe
+
+sys_py=/usr/bin/python3
+venv="$root/bench/.venv"
+data=/usr/share/datasets/fashion-mnist
+results="$out/results.tsv"
+: >"$results"
+note() { echo "compare_pytorch: $*" >&2; }
+record() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$results"; }  # threads what runtime value
+
+# The newest PyTorch / ONNX Runtime, where they install.
+new_torch="" new_ort=""
+if [[ $newest != no ]]; then
+  if [[ ! -x $venv/bin/python ]]; then
+    note "installing the newest PyTorch and ONNX Runtime into bench/.venv"
+    python3 -m venv "$venv" >&2 || true
+  fi
+  if [[ -x $venv/bin/python ]]; then
+    "$venv/bin/python" -c "import onnxruntime" 2>/dev/null ||
+      timeout 600 "$venv/bin/pip" install -q numpy onnxruntime >&2 || true
+    # PyPI's own torch wheel needs the CUDA libraries (gigabytes of nvidia-*
+    # wheels) even to import; only the CPU wheel index is worth trying.
+    "$venv/bin/python" -c "import torch" 2>/dev/null ||
+      timeout 900 "$venv/bin/pip" install -q --retries 0 --timeout 20 torch --index-url https://download.pytorch.org/whl/cpu >&2 || true
+    if v=$("$venv/bin/python" -c "import torch; print(torch.__version__)" 2>/dev/null); then
+      new_torch=$v
+    else
+      note "the newest PyTorch does not import from bench/.venv; skipped"
+    fi
+    if v=$("$venv/bin/python" -c "import onnxruntime; print(onnxruntime.__version__)" 2>/dev/null); then
+      new_ort=$v
+    else
+      note "ONNX Runtime does not import from bench/.venv; skipped"
+    fi
+  else
+    note "no venv (python3 -m venv failed); the newest PyTorch and ONNX Runtime are skipped"
+  fi
+fi
+
+devmap_train() {  # config threads tag extra-args... -> metrics file $out/$tag.jsonl
+  local config=$1 t=$2 tag=$3
+  shift 3
+  "$dir/bin/coordinator" train "$root/configs/$config" --metrics "$out/$tag.jsonl" \
+    --set train.epochs=1 --set data.test_limit=100 --set "devices.cpu:0.threads=$t" \
+    --set train.checkpoint="$out/$tag.safetensors" "$@" 2>"$out/$tag.log" || { cat "$out/$tag.log" >&2; exit 1; }
+}
+torch_train() {  # python model threads steps -> images/s
+  "$1" "$root/bench/pytorch_train.py" --model "$2" --threads "$3" --steps "$4" |
+    sed -n 's/.*median_images\/s=\([0-9.]*\).*/\1/p'
+}
+predict_rate() {  # python mode model threads -> images/s
+  "$1" "$root/bench/pytorch_predict.py" "$2" "$3" --threads "$4" --batch 1000 | sed -n 's/.*images\/s=\([0-9.]*\).*/\1/p'
+}
+
+for t in $threads; do
+  for i in $(seq "$runs"); do
+    note "threads $t, run $i of $runs ($(cut -d' ' -f1-3 /proc/loadavg) load)"
+    record "$t" sgemm_gflops probe "$("$dir/bin/gemm_probe" --rate "$t" 1)"
+    # CNN training.
+    devmap_train fashion_mnist_cnn.yaml "$t" "cnn-$t-$i" --set train.max_steps="$steps" --log-every 1000000
+    record "$t" cnn devmap "$(metric "$out/cnn-$t-$i.jsonl" epoch median_images_per_s)"
+    record "$t" cnn "torch $($sys_py -c 'import torch; print(torch.__version__)')" "$(torch_train $sys_py cnn "$t" "$steps")"
+    [[ -n $new_torch ]] && record "$t" cnn "torch $new_torch" "$(torch_train "$venv/bin/python" cnn "$t" "$steps")"
+    # MLP training: every step logged, for step_ms and compute_ms.
+    devmap_train fashion_mnist_mlp.yaml "$t" "mlp-$t-$i" --set train.max_steps="$mlp_steps" --log-every 1
+    m="$out/mlp-$t-$i.jsonl"
+    record "$t" mlp devmap "$(metric "$m" epoch median_images_per_s)"
+    python3 - "$m" "$t" >>"$results" <<'PY'
+import json, statistics, sys
+steps = [json.loads(l) for l in open(sys.argv[1])]
+steps = [d for d in steps if d.get("event") == "step"][5:]
+step = statistics.median(d["step_ms"] for d in steps)
+comp = statistics.median(d["compute_ms"] for d in steps)
+print(f"{sys.argv[2]}\tmlp_step_ms\tdevmap\t{step}\n{sys.argv[2]}\tmlp_compute_ms\tdevmap\t{comp}")
+PY
+    record "$t" mlp "torch $($sys_py -c 'import torch; print(torch.__version__)')" "$(torch_train $sys_py mlp "$t" "$mlp_steps")"
+    [[ -n $new_torch ]] && record "$t" mlp "torch $new_torch" "$(torch_train "$venv/bin/python" mlp "$t" "$mlp_steps")"
+    # Prediction of the test set with the weights of this run's CNN.
+    w="$out/cnn-$t-$i.safetensors"
+    "$dir/bin/coordinator" predict "$root/configs/fashion_mnist_cnn.yaml" --weights "$w" \
+      --input "$data/t10k-images-idx3-ubyte.gz" --output "$out/preds.csv" --batch 1000 \
+      --metrics "$out/predict-$t-$i.jsonl" --set "devices.cpu:0.threads=$t" 2>"$out/predict.log" ||
+      { cat "$out/predict.log" >&2; exit 1; }
+    record "$t" predict devmap "$(metric "$out/predict-$t-$i.jsonl" done images_per_s)"
+    record "$t" predict "torch $($sys_py -c 'import torch; print(torch.__version__)')" "$(predict_rate $sys_py torch "$w" "$t")"
+    [[ -n $new_torch ]] && record "$t" predict "torch $new_torch" "$(predict_rate "$venv/bin/python" torch "$w" "$t")"
+    if [[ -n $new_ort ]]; then
+      $sys_py "$root/bench/pytorch_predict.py" export "$w" "$out/cnn.onnx" 2>/dev/null ||
+        "$venv/bin/python" "$root/bench/pytorch_predict.py" export "$w" "$out/cnn.onnx"
+      record "$t" predict "onnxruntime $new_ort" "$(predict_rate "$venv/bin/python" ort "$out/cnn.onnx" "$t")"
+    fi
+  done
+  # One profiled MLP run: the kernels' own time per step.
+  devmap_train fashion_mnist_mlp.yaml "$t" "mlp-profile-$t" --set train.max_steps="$mlp_steps" --log-every 1000000 --profile
+  python3 - "$out/mlp-profile-$t.jsonl" "$t" "$mlp_steps" >>"$results" <<'PY'
+import json, sys
+ms = sum(d["total_ms"] for d in map(json.loads, open(sys.argv[1])) if d.get("event") == "profile")
+print(f"{sys.argv[2]}\tmlp_kernel_ms\tdevmap\t{ms / int(sys.argv[3])}")
+PY
+done
+
+python3 - "$results" "$($sys_py "$root/bench/model_flops.py" cnn)" <<'PY'
+import statistics, sys
+from collections import defaultdict
+rows = defaultdict(list)
+for line in open(sys.argv[1]):
+    t, what, rt, v = line.rstrip("\n").split("\t")
+    if v not in ("", "None"):
+        rows[(t, what, rt)].append(float(v))
+flops = dict(kv.split("=") for kv in sys.argv[2].split())
+per_image = {"cnn": float(flops["train"]), "predict": float(flops["forward"])}
+med = lambda k: statistics.median(rows[k]) if rows.get(k) else None
+for t in sorted({k[0] for k in rows}, key=int):
+    print(f"\n== threads {t} ==  (images/s: median [min-max] over runs; ratio = devmap median / peer median)")
+    for what, label in (("cnn", "CNN training"), ("mlp", "MLP training"), ("predict", "predict 10000 @1000")):
+        peers = sorted(rt for (tt, w, rt) in rows if tt == t and w == what and rt != "devmap")
+        d = rows.get((t, what, "devmap"), [])
+        if not d:
+            continue
+        line = f"{label:22s} devmap {med((t, what, 'devmap')):7.0f} [{min(d):.0f}-{max(d):.0f}]"
+        for rt in peers:
+            v = rows[(t, what, rt)]
+            line += f" | {rt} {med((t, what, rt)):7.0f} [{min(v):.0f}-{max(v):.0f}] ratio {med((t, what, 'devmap')) / med((t, what, rt)):.2f}"
+        print(line)
+        if what in per_image and rows.get((t, "sgemm_gflops", "probe")):
+            g = med((t, "sgemm_gflops", "probe"))
+            limit = g * 1e9 / per_image[what]
+            print(f"{'':22s} GEMM-bound limit {limit:.0f} images/s ({per_image[what] / 1e6:.1f} MFLOP/image at "
+                  f"{g:.1f} GFLOP/s SGEMM): devmap reaches {med((t, what, 'devmap')) / limit:.0%}")
+    if rows.get((t, "mlp_step_ms", "devmap")):
+        s, c = med((t, "mlp_step_ms", "devmap")), med((t, "mlp_compute_ms", "devmap"))
+        k = med((t, "mlp_kernel_ms", "devmap"))
+        print(f"{'MLP step (devmap)':22s} {s:.3f} ms per step; worker compute {c:.3f} ms"
+              + (f" of which kernels {k:.3f} ms (--profile run)" if k is not None else "")
+              + f"; outside kernels {s - (k if k is not None else c):.3f} ms")
+PY

@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""Prediction of the 10000 Fashion-MNIST test images with devmap's weights, in
+PyTorch or ONNX Runtime, for side-by-side numbers with `coordinator predict`.
+
+The devmap checkpoint (safetensors, PyTorch layouts, op names conv1, conv2,
+fc1, logits) loads into the reference CNN with load_state_dict(strict=True).
+
+  pytorch_predict.py torch WEIGHTS [--threads N] [--batch B]    images/s of PyTorch
+  pytorch_predict.py export WEIGHTS ONNX_FILE                   writes an ONNX export of the model
+  pytorch_predict.py ort ONNX_FILE [--threads N] [--batch B]    images/s of ONNX Runtime
+
+Prints one line: "<runtime> <version> images/s=<x> seconds=<s> labels_crc=<c>"
+(the time of the prediction loop over the whole set, data already in memory).
+"""
+import argparse
+import gzip
+import json
+import time
+import zlib
+
+import numpy as np
+
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def test_images():
+    with gzip.open(f"{DATA}/t10k-images-idx3-ubyte.gz") as f:
+        return np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28).astype(np.float32) / 255
+
+
+def read_safetensors(path):
+    raw = open(path, "rb").read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    return {k: np.frombuffer(data[t["data_offsets"][0]:t["data_offsets"][1]], dtype="<f4").reshape(t["shape"])
+            for k, t in header.items() if k != "__metadata__"}
+
+
+def torch_model(weights):
+    import torch
+    import torch.nn as nn
+
+    class Cnn(nn.Module):  # configs/fashion_mnist_cnn.yaml with devmap's op names
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 32, 5, padding=2)
+            self.conv2 = nn.Conv2d(32, 64, 5, padding=2)
+            self.fc1 = nn.Linear(3136, 1024)
+            self.logits = nn.Linear(1024, 10)
+
+        def forward(self, x):
+            x = nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
+            x = nn.functional.max_pool2d(torch.relu(self.conv2(x)), 2)
+            return self.logits(torch.relu(self.fc1(x.flatten(1))))
+
+    net = Cnn()
+    net.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in read_safetensors(weights).items()}, strict=True)
+    return net.eval()
+
+
+def timed(predict, x, batch):
+    labels = []
+    t0 = time.perf_counter()
+    for i in range(0, len(x), batch):
+        labels.append(predict(x[i:i + batch]))
+    secs = time.perf_counter() - t0
+    labels = np.concatenate(labels).astype(np.int64)
+    return secs, zlib.crc32(labels.tobytes())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=["torch", "export", "ort"])
+    ap.add_argument("model", help="devmap safetensors weights (torch, export) or an ONNX file (ort)")
+    ap.add_argument("onnx", nargs="?", help="(export) where to write the ONNX file")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=1000)
+    a = ap.parse_args()
+    if a.mode == "export":
+        import torch
+        torch.onnx.export(torch_model(a.model), torch.zeros(1, 1, 28, 28), a.onnx, input_names=["image"],
+                          output_names=["logits"], dynamic_axes={"image": {0: "n"}, "logits": {0: "n"}})
+        return
+    x = test_images()
+    if a.mode == "torch":
+        import torch
+        torch.set_num_threads(a.threads)
+        net = torch_model(a.model)
+        with torch.no_grad():
+            secs, crc = timed(lambda b: net(torch.from_numpy(b)).argmax(1).numpy(), x, a.batch)
+        name, version = "pytorch", torch.__version__
+    else:
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = a.threads
+        so.inter_op_num_threads = 1
+        sess = ort.InferenceSession(a.model, so, providers=["CPUExecutionProvider"])
+        secs, crc = timed(lambda b: sess.run(None, {"image": b})[0].argmax(1), x, a.batch)
+        name, version = "onnxruntime", ort.__version__
+    print(f"{name} {version} images/s={len(x) / secs:.1f} seconds={secs:.3f} labels_crc={crc}")
+
+
+if __name__ == "__main__":
+    main()

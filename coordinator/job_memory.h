@@ -1,0 +1,32 @@
+// How a job meets its devices' memory budgets: the memory plan of every
+// device, and the micro-batch sizes that make it fit (core/memory_plan.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "coordinator/config.h"
+#include "core/memory_plan.h"
+
+namespace devmap {
+
+// The plan's view of the config's devices: limits, and whether the CPU
+// addresses their memory. Workspace figures come from the op schemas.
+PlanInputs plan_inputs(const Config& config, const Graph& graph, const Program& program, const Partition& partition,
+                       const std::vector<int>& external);
+
+struct JobMemory {
+  BatchSplit split;                    // the job's batch: a training step, or a prediction batch
+  int64_t eval_batch = 0;              // evaluation batch that fits (0: the job evaluates nothing)
+  int64_t reserve = 0;                 // the largest (micro-)batch workers allocate for
+  MemoryPlan plan;                     // every device at `reserve`: what the workers allocate
+  std::vector<std::string> decisions;  // one line per batch the budgets changed
+};
+
+// Splits `batch` (and fits `eval_batch`, 0: none) to the devices' budgets.
+// Throws devmap::Error (kInvalidInput) when a device cannot hold even one
+// sample (see split_batch); the second form prefixes "CONFIG_PATH: ".
+JobMemory plan_job_memory(const PlanInputs& inputs, int64_t batch, int64_t eval_batch);
+JobMemory plan_job_memory(const PlanInputs& inputs, int64_t batch, int64_t eval_batch, const std::string& config_path);
+
+}  // namespace devmap

@@ -1,0 +1,20 @@
+// What the coordinator tells about memory: the plan before a run (its
+// micro-batch decisions, as a metrics event) and, after it, one "device"
+// event per worker with the allocator's measured peak beside the plan.
+#pragma once
+
+#include "coordinator/job_memory.h"
+#include "coordinator/metrics_log.h"
+#include "coordinator/worker_group.h"
+
+namespace devmap {
+
+// {"event":"memory_plan","batch":..,"micro_batch":..,"micro_batches":..,
+//  "devices":[{"device":..,"planned_bytes":..,"limit_bytes":..},...]}
+void write_memory_plan_event(const JobMemory& memory, MetricsLog& metrics);
+
+// {"event":"device","device":"cpu:0","peak_bytes":..,"planned_bytes":..,
+//  "limit_bytes":..,"vm_hwm_bytes":..,...} per worker, after shutdown.
+void write_device_events(const WorkerGroup& group, const JobMemory& memory, MetricsLog& metrics);
+
+}  // namespace devmap

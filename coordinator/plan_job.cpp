@@ -1,0 +1,33 @@
+#include "coordinator/plan_job.h"
+
+#include <iostream>
+
+#include "coordinator/job_memory.h"
+#include "coordinator/plan_report.h"
+#include "coordinator/predict_job.h"
+#include "coordinator/session.h"
+
+namespace devmap {
+
+int run_plan(const Config& config, const PlanOptions& options) {
+  const bool training = config.job != "predict";
+  Graph graph = config.graph;
+  std::vector<int> outputs;
+  if (!training) outputs.push_back(prediction_node(graph, config.path));
+  Program program = training ? build_training_program(graph) : build_inference_program(graph, outputs);
+  Partition partition = partition_program(graph, program);
+  PlanInputs inputs = plan_inputs(config, graph, program, partition, external_ops(graph, outputs));
+  int64_t batch = options.batch;
+  if (batch <= 0)
+    batch = training ? config.train.batch_size
+                     : (config.predict.batch > 0 ? config.predict.batch : config.train.eval_batch_size);
+  JobMemory memory = plan_job_memory(inputs, batch, training ? config.train.eval_batch_size : 0, config.path);
+  PlanReportInfo info{config.path, training ? "train" : "predict"};
+  if (options.json)
+    std::cout << memory_plan_json(info, memory, graph) << "\n";
+  else
+    print_memory_plan(info, memory, graph, std::cout);
+  return 0;
+}
+
+}  // namespace devmap

@@ -1,0 +1,36 @@
+// conv2d on the GPU: cuDNN convolutions (legacy API, FMA math, the
+// deterministic algorithms ConvPlans chose for the shape) and a
+// hand-written deterministic bias gradient.
+#pragma once
+
+#include <memory>
+
+#include "core/kernel.h"
+#include "kernels/cuda/conv_plan.h"
+
+namespace devmap::cuda {
+
+// Same contract as cpu::Conv2dKernel: x [N, C, H, W], W [O, C, K, K] (OIHW),
+// b [O], y [N, O, OH, OW].
+// Forward:  y = conv(x, W) (cudnnConvolutionForward), then y += b
+//           (cudnnAddTensor).
+// Backward: db (+)= sums of dy (launch_channel_sums); dW (+)= by
+//           cudnnConvolutionBackwardFilter (beta 1 when accumulate); dx =
+//           cudnnConvolutionBackwardData (overwritten; skipped when null).
+// workspace_bytes(node, batch) is the largest workspace of the three passes
+// of the plan for that batch (at most ConvPlans::kMaxWorkspaceBytes); at run
+// time the plan is the one whose passes fit in ctx.workspace_bytes, so a
+// workspace sized for one batch also serves other batches.
+class Conv2dKernel final : public OpKernel {
+ public:
+  Conv2dKernel(CudaDevice& device, std::shared_ptr<ConvPlans> plans) : device_(device), plans_(std::move(plans)) {}
+  void forward(const ForwardArgs& args) override;
+  void backward(const BackwardArgs& args) override;
+  size_t workspace_bytes(const Node& node, int64_t batch) const override;
+
+ private:
+  CudaDevice& device_;
+  std::shared_ptr<ConvPlans> plans_;
+};
+
+}  // namespace devmap::cuda

@@ -1,0 +1,65 @@
+// ConvPlans: for each convolution shape (batch included) the cuDNN
+// descriptors and the algorithms of its three passes, chosen once and
+// cached for the life of the worker.
+//
+// Choice: cuDNN's heuristics (cudnnGet*Algorithm_v7; nothing is run or
+// timed, so the same shape gets the same algorithm in every run and the
+// results stay reproducible), filtered to algorithms that are
+//   - deterministic (CUDNN_DETERMINISTIC: no atomics, same bits every run),
+//   - FMA math (the descriptors ask for CUDNN_FMA_MATH: no TF32),
+//   - within the workspace limit,
+// taking the first that remains in cuDNN's order. When the heuristics
+// offer none, the deterministic fallbacks (implicit GEMM forward,
+// BWD_DATA_ALGO_1, BWD_FILTER_ALGO_1) are tried for support and size.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "core/graph.h"
+#include "kernels/cuda/cuda_device.h"
+#include "kernels/cuda/cudnn_desc.h"
+
+namespace devmap::cuda {
+
+struct ConvShape {
+  int64_t batch, channels, height, width, filters, kernel, stride, padding, out_h, out_w;
+  static ConvShape of(const Node& node, int64_t batch);
+  auto key() const { return std::tie(batch, channels, height, width, filters, kernel, stride, padding); }
+  bool operator<(const ConvShape& o) const { return key() < o.key(); }
+};
+
+struct ConvPlan {
+  TensorDesc x, y, bias;
+  FilterDesc w;
+  ConvDesc conv;
+  cudnnConvolutionFwdAlgo_t forward{};
+  cudnnConvolutionBwdDataAlgo_t backward_data{};
+  cudnnConvolutionBwdFilterAlgo_t backward_filter{};
+  size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
+  size_t workspace_bytes() const;  // the largest of the three
+};
+
+class ConvPlans {
+ public:
+  // The largest workspace a conv2d may ask for (per pass).
+  static constexpr size_t kMaxWorkspaceBytes = size_t{256} << 20;
+
+  explicit ConvPlans(CudaDevice& device) : device_(device) {}
+
+  // The plan for `shape` whose passes each fit in `workspace_limit` bytes
+  // (at most kMaxWorkspaceBytes). Throws devmap::Error naming the shape when
+  // no deterministic FMA algorithm fits.
+  const ConvPlan& get(const ConvShape& shape, size_t workspace_limit);
+
+ private:
+  std::unique_ptr<ConvPlan> make(const ConvShape& shape, size_t workspace_limit);
+
+  CudaDevice& device_;
+  std::map<std::pair<ConvShape, size_t>, std::unique_ptr<ConvPlan>> plans_;
+};
+
+}  // namespace devmap::cuda

@@ -1,0 +1,148 @@
+#include "kernels/cuda/cuda_memory.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "core/error.h"
+#include "core/format_bytes.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/memory_kernels.h"
+
+namespace devmap::cuda {
+namespace {
+
+// The pool's size: `requested`, or the default when 0; checked against the
+// device's free memory now.
+uint64_t resolve_limit(CudaDevice& device, uint64_t requested) {
+  device.ensure();  // the context and handles exist before free memory is read
+  size_t free = 0, total = 0;
+  check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  if (requested == 0) {
+    const uint64_t limit = CudaMemory::default_limit(free, total);
+    if (limit == 0)
+      throw_runtime(device.name() + ": only " + format_bytes(free) + " of " + format_bytes(total) +
+                    " are free, less than the reserve the GPU worker keeps for CUDA, cuDNN and cuBLAS; "
+                    "free the GPU or set a memory_limit");
+    return limit;
+  }
+  if (requested > free)
+    throw_runtime(device.name() + ": memory_limit " + format_bytes(requested) + " is more than the " +
+                  format_bytes(free) + " free on the device (" + format_bytes(total) + " total); lower devices." +
+                  device.name() + ".memory_limit");
+  return requested;
+}
+
+bool pinning_disabled_by_env() {
+  const char* v = std::getenv("DEVMAP_NO_PIN");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+}  // namespace
+
+uint64_t CudaMemory::default_limit(uint64_t free_bytes, uint64_t total_bytes) {
+  const uint64_t reserve = std::max(kMinReserveBytes, total_bytes / kReserveDivisor);
+  return free_bytes > reserve ? free_bytes - reserve : 0;
+}
+
+CudaMemory::CudaMemory(std::shared_ptr<CudaDevice> gpu, std::string name, uint64_t limit)
+    : DeviceMemory(std::move(name), resolve_limit(*gpu, limit)),
+      device_(std::move(gpu)),
+      pool_(limit_bytes()),
+      pin_(!pinning_disabled_by_env()) {
+  void* base = nullptr;
+  const cudaError_t e = cudaMalloc(&base, pool_.capacity());
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw_runtime(device() + ": cannot allocate its pool of " + format_bytes(pool_.capacity()) +
+                  " of device memory: " + cudaGetErrorString(e) + "; lower its memory_limit");
+  }
+  base_ = static_cast<char*>(base);
+}
+
+CudaMemory::~CudaMemory() {
+  (void)cudaStreamSynchronize(device_->stream());
+  for (const auto& [p, bytes] : pinned_) (void)cudaHostUnregister(p);
+  if (base_ != nullptr) (void)cudaFree(base_);
+}
+
+void* CudaMemory::raw_allocate(size_t bytes) {
+  const std::optional<uint64_t> offset = pool_.allocate(bytes);
+  if (!offset) return nullptr;
+  char* p = base_ + *offset;
+  check(cudaMemsetAsync(p, 0, bytes, device_->stream()), "cudaMemsetAsync (zeroing a new buffer)");
+  return p;
+}
+
+void CudaMemory::raw_release(void* p) {
+  pool_.release(static_cast<uint64_t>(static_cast<char*>(p) - base_));
+}
+
+void CudaMemory::copy_from_host(void* device_dst, const void* host_src, size_t bytes) {
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, device_->stream()),
+        "cudaMemcpyAsync (host to device)");
+}
+
+void CudaMemory::copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, device_->stream()),
+        "cudaMemcpyAsync (device to host)");
+  device_->synchronize("copying device memory to the host");
+}
+
+void CudaMemory::copy_on_device(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, device_->stream()),
+        "cudaMemcpyAsync (device to device)");
+}
+
+void CudaMemory::fill(float* dst, float value, int64_t count) {
+  launch_fill(dst, value, count, device_->stream());
+}
+
+void CudaMemory::sum(float* out, std::span<const float* const> parts, int64_t count, ThreadPool& /*pool*/) {
+  launch_sum(out, parts, count, device_->stream());
+}
+
+void CudaMemory::synchronize() {
+  device_->synchronize("a GPU operation");
+}
+
+void CudaMemory::register_host(void* p, size_t bytes) {
+  if (!pin_ || p == nullptr || bytes == 0 || pinned_.count(p) != 0) return;
+  const cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    static bool warned = false;
+    if (!warned)
+      std::cerr << device() << ": cannot pin " << format_bytes(bytes) << " of shared memory (" << cudaGetErrorString(e)
+                << "); its copies stay pageable\n";
+    warned = true;
+    return;
+  }
+  pinned_.emplace(p, bytes);
+}
+
+void CudaMemory::unregister_host(void* p) {
+  auto it = pinned_.find(p);
+  if (it == pinned_.end()) return;
+  // The device may still be copying from or to it.
+  (void)cudaStreamSynchronize(device_->stream());
+  (void)cudaHostUnregister(p);
+  pinned_.erase(it);
+}
+
+uint64_t CudaMemory::pinned_bytes() const {
+  uint64_t total = 0;
+  for (const auto& [p, bytes] : pinned_) total += bytes;
+  return total;
+}
+
+std::unique_ptr<DeviceMemory> make_cuda_memory(std::shared_ptr<CudaDevice> device, const std::string& name,
+                                               uint64_t limit_bytes) {
+  return std::make_unique<CudaMemory>(std::move(device), name, limit_bytes);
+}
+
+}  // namespace devmap::cuda

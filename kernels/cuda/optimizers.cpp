@@ -1,0 +1,86 @@
+#include "kernels/cuda/optimizers.h"
+
+#include <cassert>
+#include <cmath>
+
+#include "kernels/cuda/optimizer_kernels.h"
+
+namespace devmap::cuda {
+namespace {
+
+float as_float(double v) {
+  return static_cast<float>(v);
+}
+
+class Sgd final : public OptimizerKernel {
+ public:
+  Sgd(const OptimizerConfig& c, CudaDevice& d)
+      : device_(d), lr_(as_float(c.learning_rate)), wd_(as_float(c.weight_decay)) {}
+  int state_count() const override { return 0; }
+  void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t /*step*/,
+              ThreadPool& /*pool*/) override {
+    assert(state.empty() && param.numel() == grad.numel());
+    (void)state;
+    launch_sgd(param.data, grad.data, param.numel(), lr_, wd_, device_.stream());
+  }
+
+ private:
+  CudaDevice& device_;
+  float lr_, wd_;
+};
+
+class Momentum final : public OptimizerKernel {
+ public:
+  Momentum(const OptimizerConfig& c, CudaDevice& d)
+      : device_(d), lr_(as_float(c.learning_rate)), momentum_(as_float(c.momentum)), wd_(as_float(c.weight_decay)) {}
+  int state_count() const override { return 1; }
+  void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t /*step*/,
+              ThreadPool& /*pool*/) override {
+    assert(state.size() == 1 && param.numel() == grad.numel() && state[0].numel() == param.numel());
+    launch_momentum(param.data, grad.data, state[0].data, param.numel(), lr_, momentum_, wd_, device_.stream());
+  }
+
+ private:
+  CudaDevice& device_;
+  float lr_, momentum_, wd_;
+};
+
+class Adam final : public OptimizerKernel {
+ public:
+  Adam(const OptimizerConfig& c, CudaDevice& d) : device_(d), config_(c) {}
+  int state_count() const override { return 2; }
+  void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t step,
+              ThreadPool& /*pool*/) override {
+    assert(state.size() == 2 && step >= 1 && param.numel() == grad.numel());
+    // The per-step constants exactly as cpu::Adam computes them (in double, then rounded).
+    const double t = static_cast<double>(step);
+    AdamStep s{};
+    s.b1 = as_float(config_.beta1);
+    s.b2 = as_float(config_.beta2);
+    s.one_minus_b1 = as_float(1.0 - config_.beta1);
+    s.one_minus_b2 = as_float(1.0 - config_.beta2);
+    s.step_size = as_float(config_.learning_rate / (1.0 - std::pow(config_.beta1, t)));
+    s.inv_sqrt_bc2 = as_float(1.0 / std::sqrt(1.0 - std::pow(config_.beta2, t)));
+    s.eps = as_float(config_.epsilon);
+    s.wd = as_float(config_.weight_decay);
+    launch_adam(param.data, grad.data, state[0].data, state[1].data, param.numel(), s, device_.stream());
+  }
+
+ private:
+  CudaDevice& device_;
+  OptimizerConfig config_;
+};
+
+}  // namespace
+
+std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerConfig& config, CudaDevice& device) {
+  switch (config.kind) {
+    case OptimizerConfig::Kind::kSgd: return std::make_unique<Sgd>(config, device);
+    case OptimizerConfig::Kind::kMomentum: return std::make_unique<Momentum>(config, device);
+    case OptimizerConfig::Kind::kAdam: return std::make_unique<Adam>(config, device);
+  }
+  assert(false && "unknown optimizer kind");
+  return nullptr;
+}
+
+}  // namespace devmap::cuda

@@ -1,0 +1,45 @@
+// probe_gpu(): whether this process can run the GPU worker's kernels on a
+// device, and what that device is. Used by `worker_gpu --probe` (which the
+// coordinator can run to decide soft placement without linking CUDA), by
+// CudaDevice before it creates anything, and by the GPU tests to skip.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace devmap::cuda {
+
+struct GpuProbe {
+  bool usable = false;
+  std::string reason;  // why not, when !usable ("CUDA driver version is insufficient ...")
+  int ordinal = 0;
+  int device_count = 0;
+  std::string name;  // "NVIDIA H100 80GB HBM3"
+  int cc_major = 0, cc_minor = 0;
+  uint64_t total_bytes = 0, free_bytes = 0;
+  int driver_version = 0;           // CUDA version the driver supports, 13000 = 13.0 (0: no driver)
+  int runtime_version = 0;          // CUDA runtime this build links
+  size_t cudnn_version = 0;         // cudnnGetVersion(): 91900 = 9.19.0
+  size_t cudnn_build_version = 0;   // CUDNN_VERSION of the headers built against
+  int cublas_version = 0;           // 130100 = 13.1.0
+  std::string built_architectures;  // CMAKE_CUDA_ARCHITECTURES of this build, "80,90"
+
+  // Lines for `worker_gpu --probe`: the device, its memory and the versions,
+  // or "no usable GPU: <reason>" followed by the versions that are known.
+  std::string describe() const;
+};
+
+// Probes device `ordinal` (an index among the visible devices): counts the
+// devices, reads the device's properties and free memory (this creates the
+// device's primary context), and launches a one-thread kernel to check that
+// this build has code for the device. Never throws; a failure is
+// usable == false with the reason, and a CUDA error is cleared.
+GpuProbe probe_gpu(int ordinal = 0);
+
+// 13000 -> "13.0", 12040 -> "12.4"; 0 -> "none".
+std::string cuda_version_string(int version);
+// 91900 -> "9.19.0" (cuDNN), 130100 -> "13.1.0" (cuBLAS).
+std::string version_triple(size_t version);
+
+}  // namespace devmap::cuda

@@ -1,0 +1,115 @@
+// probe_gpu, `worker_gpu --probe` and the CUDA kernel factory's op list.
+// These run everywhere: without a GPU they check that the absence reads as
+// "no usable GPU" with its reason.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/cpu/cpu_kernel_factory.h"
+#include "tests/cuda/gpu_test_util.h"
+#include "tests/support/run_process.h"
+
+namespace devmap::test {
+namespace {
+
+TEST(ProbeGpu, GivesAReasonOrADevice) {
+  const cuda::GpuProbe& p = gpu_probe();
+  EXPECT_GT(p.cudnn_version, 0u);   // libcudnn answers without a GPU
+  EXPECT_GT(p.runtime_version, 0);  // so does the (static) runtime
+  EXPECT_NE(p.built_architectures, "");
+  if (p.usable) {
+    EXPECT_TRUE(p.reason.empty());
+    EXPECT_GE(p.device_count, 1);
+    EXPECT_FALSE(p.name.empty());
+    EXPECT_GT(p.total_bytes, 0u);
+    EXPECT_GT(p.driver_version, 0);
+  } else {
+    EXPECT_FALSE(p.reason.empty());
+    EXPECT_NE(p.describe().find("no usable GPU: " + p.reason), std::string::npos) << p.describe();
+  }
+}
+
+TEST(ProbeGpu, MissingOrdinalIsNotUsable) {
+  const cuda::GpuProbe p = cuda::probe_gpu(999);
+  EXPECT_FALSE(p.usable);
+  EXPECT_FALSE(p.reason.empty());
+}
+
+TEST(ProbeGpu, VersionStrings) {
+  EXPECT_EQ(cuda::cuda_version_string(13000), "13.0");
+  EXPECT_EQ(cuda::cuda_version_string(12040), "12.4");
+  EXPECT_EQ(cuda::cuda_version_string(0), "none");
+  EXPECT_EQ(cuda::version_triple(91900), "9.19.0");
+}
+
+TEST(WorkerGpuProbe, ExitStatusSaysWhetherThereIsAUsableGpu) {
+  testing::TempDir dir;
+  const testing::ProcessResult r = testing::run_process({bin_dir() + "/worker_gpu", "--probe"}, dir.path());
+  if (gpu_probe().usable) {
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find(gpu_probe().name), std::string::npos) << r.out;
+  } else {
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    EXPECT_NE(r.out.find("no usable GPU"), std::string::npos) << r.out;
+  }
+  EXPECT_NE(r.out.find("cuDNN: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CUDA driver: "), std::string::npos) << r.out;
+}
+
+TEST(WorkerGpuProbe, BadDeviceNameIsAUsageError) {
+  testing::TempDir dir;
+  const testing::ProcessResult r =
+      testing::run_process({bin_dir() + "/worker_gpu", "--probe", "--device", "tpu:0"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("gpu:N"), std::string::npos) << r.err;
+}
+
+TEST(CudaKernelFactory, HasAKernelForEveryCpuOp) {
+  EXPECT_EQ(cuda::CudaKernelFactory::op_names(), CpuKernelFactory::op_names());
+}
+
+TEST(CudaKernelFactory, MakesKernelsWithoutTouchingTheGpu) {
+  // Creating kernels and optimizers must work on a machine without a GPU
+  // (the worker reports device errors from inside its loop).
+  cuda::CudaKernelFactory factory(std::make_shared<cuda::CudaDevice>(0));
+  for (const std::string& op : cuda::CudaKernelFactory::op_names()) EXPECT_NE(factory.make_kernel(op), nullptr) << op;
+  OptimizerConfig c;
+  c.kind = OptimizerConfig::Kind::kAdam;
+  EXPECT_EQ(factory.make_optimizer(c)->state_count(), 2);
+}
+
+TEST(CudaKernelFactory, UnknownOpNamesTheKnownOnes) {
+  cuda::CudaKernelFactory factory(std::make_shared<cuda::CudaDevice>(0));
+  try {
+    factory.make_kernel("conv3x");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(std::string(e.what()).find("known: accuracy, add"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(factory.make_kernel("input"), Error);
+}
+
+TEST(CudaDevice, WithoutAGpuSaysSoWhenUsed) {
+  if (gpu_probe().usable) GTEST_SKIP() << "a GPU is usable here";
+  cuda::CudaDevice device(0);
+  try {
+    device.stream();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu:0: no usable GPU: "), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaDevice, ParsesOrdinals) {
+  EXPECT_EQ(cuda::parse_gpu_ordinal("gpu:0"), 0);
+  EXPECT_EQ(cuda::parse_gpu_ordinal("gpu:12"), 12);
+  EXPECT_THROW(cuda::parse_gpu_ordinal("cpu:0"), Error);
+  EXPECT_THROW(cuda::parse_gpu_ordinal("gpu:"), Error);
+  EXPECT_THROW(cuda::parse_gpu_ordinal("gpu:1x"), Error);
+}
+
+}  // namespace
+}  // namespace devmap::test

@@ -1,0 +1,305 @@
+// The memory plan against the executor's real allocations, the staging path
+// of devices the CPU cannot address, and micro-batched training steps.
+#include "core/memory_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/error.h"
+#include "core/executor.h"
+#include "core/host_memory.h"
+#include "kernels/cpu/cpu_kernel_factory.h"
+#include "tests/core/graph_builders.h"
+
+namespace devmap {
+namespace {
+
+// Host memory that claims the CPU cannot address it, so that the executor
+// takes the staging path a GPU takes; counts the copies it is asked for.
+class StagedHostMemory : public HostMemory {
+ public:
+  using HostMemory::HostMemory;
+  bool host_accessible() const override { return false; }
+  void copy_from_host(void* d, const void* s, size_t n) override {
+    ++copies;
+    HostMemory::copy_from_host(d, s, n);
+  }
+  void copy_to_host(void* d, const void* s, size_t n) override {
+    ++copies;
+    HostMemory::copy_to_host(d, s, n);
+  }
+  int copies = 0;
+};
+
+// A channel for executors that only allocate: any use is a test bug.
+class UnusedChannel : public Channel {
+  float* acquire(int, int64_t, size_t) override { throw std::logic_error("unused"); }
+  void send(int, int64_t) override { throw std::logic_error("unused"); }
+  float* receive(int, int64_t) override { throw std::logic_error("unused"); }
+  void release(int64_t) override {}
+};
+
+Graph split_cnn() {
+  Graph g = reference_cnn();
+  for (int i = 0; i < g.size(); ++i) {
+    Node& n = g.node(i);
+    if (n.schema->num_inputs == 0) continue;
+    n.device = i <= g.find("pool2") ? "cpu:0" : "cpu:1";
+  }
+  return g;
+}
+
+std::vector<int> inputs_of(const Graph& g) {
+  return {g.find("image"), g.find("label")};
+}
+
+PlanInputs plan_inputs_for(const Graph& g, const Program& p, const Partition& part, bool host, int states,
+                           std::vector<int> external) {
+  PlanInputs in;
+  in.graph = &g;
+  in.program = &p;
+  in.partition = &part;
+  for (const std::string& d : part.devices) in.devices.push_back(PlanDevice{d, 0, host, nullptr});
+  in.optimizer_states = states;
+  in.external = std::move(external);
+  return in;
+}
+
+struct PlanCase {
+  bool training;
+  bool host;
+  int64_t batch;
+};
+
+class PlanMatchesExecutor : public ::testing::TestWithParam<PlanCase> {};
+
+TEST_P(PlanMatchesExecutor, ByteForByte) {
+  const PlanCase c = GetParam();
+  Graph g = split_cnn();
+  std::vector<int> outputs;
+  if (!c.training) outputs = {g.find("logits")};
+  Program program = c.training ? build_training_program(g) : build_inference_program(g, outputs);
+  Partition part = partition_program(g, program);
+  OptimizerConfig opt;
+  opt.kind = OptimizerConfig::Kind::kAdam;
+  std::vector<int> external = inputs_of(g);
+  external.insert(external.end(), outputs.begin(), outputs.end());
+  MemoryPlan plan = plan_memory(
+      plan_inputs_for(g, program, part, c.host, c.training ? optimizer_state_count(opt.kind) : 0, external), c.batch);
+  ASSERT_EQ(plan.devices.size(), 2u);
+  CpuKernelFactory kernels;
+  UnusedChannel channel;
+  for (const DeviceMemoryPlan& d : plan.devices) {
+    std::unique_ptr<HostMemory> mem =
+        c.host ? std::make_unique<HostMemory>(d.device, 0) : std::make_unique<StagedHostMemory>(d.device, 0);
+    Executor ex(g, program, kernels, opt, 1, 1, &part.program_for(d.device), &part.edges, &channel, mem.get());
+    for (int n : external)
+      if (n < g.size() && (g.node(n).schema->num_inputs == 0 || ex.is_local(n))) ex.set_external(n);
+    ex.reserve(c.batch);
+    // The worker charges the transport slots; the executor allocates the rest.
+    EXPECT_EQ(mem->peak_bytes(), d.total() - d.transport) << d.device;
+    EXPECT_EQ(mem->in_use_bytes(), mem->peak_bytes()) << d.device;
+    EXPECT_GT(d.total(), 0u);
+    EXPECT_EQ(c.host ? d.staging : d.transport, 0u) << "a CPU stages nothing; a GPU's slots are host memory";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, PlanMatchesExecutor,
+                         ::testing::Values(PlanCase{true, true, 1}, PlanCase{true, true, 5}, PlanCase{true, true, 64},
+                                           PlanCase{false, true, 1}, PlanCase{false, true, 1000},
+                                           PlanCase{true, false, 7}, PlanCase{false, false, 33}));
+
+// Feeds `batch` samples of deterministic images and labels.
+struct Inputs {
+  std::vector<float> images, labels;
+  explicit Inputs(int64_t batch, int64_t offset = 0)
+      : images(static_cast<size_t>(batch * 784)), labels(static_cast<size_t>(batch)) {
+    for (size_t i = 0; i < images.size(); ++i)
+      images[i] = static_cast<float>((i + static_cast<size_t>(offset) * 784) * 2654435761u % 1000) / 1000.0f;
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<float>((i + static_cast<size_t>(offset)) % 10);
+  }
+};
+
+std::unique_ptr<Executor> single_device(const Graph& g, const Program& p, const KernelFactory& k, DeviceMemory* mem,
+                                        int64_t batch) {
+  OptimizerConfig opt;
+  opt.kind = OptimizerConfig::Kind::kMomentum;
+  auto ex = std::make_unique<Executor>(g, p, k, opt, 2, 7, nullptr, nullptr, nullptr, mem);
+  for (int n : inputs_of(g)) ex->set_external(n);
+  ex->reserve(batch);
+  ex->init_parameters();
+  return ex;
+}
+
+std::vector<std::vector<float>> values(const Executor& ex) {
+  std::vector<std::vector<float>> out;
+  for (const Parameter& p : ex.parameters()) ex.read_parameter(p, out.emplace_back());
+  return out;
+}
+
+TEST(StagedExecutor, SameBitsAsInPlace) {
+  Graph g = reference_cnn();
+  for (int i = 0; i < g.size(); ++i) g.node(i).device = "cpu:0";
+  Program p = build_training_program(g);
+  CpuKernelFactory kernels;
+  HostMemory host("cpu:0", 0);
+  StagedHostMemory staged("gpu:0", 0);
+  auto a = single_device(g, p, kernels, &host, 8);
+  auto b = single_device(g, p, kernels, &staged, 8);
+  Inputs in(8);
+  for (Executor* ex : {a.get(), b.get()}) {
+    ex->bind_output(g.find("image"), in.images.data());
+    ex->bind_output(g.find("label"), in.labels.data());
+  }
+  for (int64_t step = 0; step < 2; ++step) {
+    StepInfo info{step, 0, 8, true};
+    for (Executor* ex : {a.get(), b.get()}) {
+      ex->forward(8, info);
+      ex->backward(8, info, false);
+      ex->apply_optimizer(step + 1);
+    }
+    EXPECT_EQ(a->scalar(g.find("loss")), b->scalar(g.find("loss")));
+  }
+  EXPECT_EQ(values(*a), values(*b));
+  EXPECT_GT(staged.copies, 0);
+}
+
+// One training step of 64 samples as 4 accumulated micro-batches of 16
+// equals the full-batch step (up to float summation order).
+TEST(MicroBatches, AccumulatedStepEqualsFullStep) {
+  Graph g = reference_cnn();
+  for (int i = 0; i < g.size(); ++i) g.node(i).device = "cpu:0";
+  Program p = build_training_program(g);
+  CpuKernelFactory kernels;
+  auto full = single_device(g, p, kernels, nullptr, 64);
+  auto micro = single_device(g, p, kernels, nullptr, 16);
+  const auto before = values(*full);
+  ASSERT_EQ(before, values(*micro));
+  Inputs all(64);
+  full->bind_output(g.find("image"), all.images.data());
+  full->bind_output(g.find("label"), all.labels.data());
+  full->forward(64, StepInfo{0, 0, 64, true});
+  float full_loss = full->scalar(g.find("loss"));
+  full->backward(64, StepInfo{0, 0, 64, true}, false);
+  full->apply_optimizer(1);
+  float micro_loss = 0;
+  for (int64_t m = 0; m < 4; ++m) {
+    StepInfo info{0, m * 16, 64, true};
+    micro->bind_output(g.find("image"), all.images.data() + m * 16 * 784);
+    micro->bind_output(g.find("label"), all.labels.data() + m * 16);
+    micro->forward(16, info);
+    micro_loss += micro->scalar(g.find("loss"));
+    micro->backward(16, info, /*accumulate=*/m > 0);
+  }
+  micro->apply_optimizer(1);
+  EXPECT_NEAR(micro_loss, full_loss, 1e-5 * std::fabs(full_loss));
+  const auto a = values(*full), b = values(*micro);
+  for (size_t i = 0; i < a.size(); ++i) {
+    double diff = 0, update = 0;
+    for (size_t j = 0; j < a[i].size(); ++j) {
+      diff += std::pow(static_cast<double>(a[i][j]) - b[i][j], 2);
+      update += std::pow(static_cast<double>(a[i][j]) - before[i][j], 2);
+    }
+    ASSERT_GT(update, 0) << full->parameters()[i].name;
+    EXPECT_LE(std::sqrt(diff), 1e-4 * std::sqrt(update)) << full->parameters()[i].name;
+  }
+}
+
+// The memory plan counts the op schema's workspace; the CPU conv kernel
+// must need exactly that (no more: the executor refuses; no less: the plan
+// would overstate).
+TEST(Workspace, CpuConvKernelNeedsWhatTheSchemaPlans) {
+  CpuKernelFactory kernels;
+  auto conv = kernels.make_kernel("conv2d");
+  for (int64_t channels : {1, 3, 32})
+    for (int64_t filters : {4, 64})
+      for (int64_t kernel : {1, 3, 5})
+        for (int64_t side : {4, 14, 28}) {
+          Graph g;
+          g.add(make("x", "input", {}, with("shape", std::vector<int64_t>{channels, side, side})));
+          Attrs a = with("filters", filters);
+          a.set("kernel", kernel);
+          a.set("padding", kernel / 2);
+          g.add(make("c", "conv2d", {0}, a));
+          g.infer();
+          for (int64_t batch : {1, 3, 8, 64})
+            EXPECT_EQ(conv->workspace_bytes(g.node(1), batch), g.node(1).workspace_bytes(batch))
+                << channels << "x" << side << "x" << side << " k" << kernel << " f" << filters << " batch " << batch;
+        }
+}
+
+TEST(DeviceMemoryBudget, RefusesOverLimitAndNamesWhat) {
+  HostMemory mem("cpu:1", 1 << 20);
+  DeviceBuffer a(mem, 200 * 1024, "fc1 output");  // 800 KiB
+  EXPECT_EQ(mem.in_use_bytes(), 800u * 1024);
+  try {
+    DeviceBuffer b(mem, 100 * 1024, "fc1 gradient");
+    FAIL() << "expected the limit to be enforced";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cpu:1: fc1 gradient needs 400.0 KiB more, but 800.0 KiB of its memory_limit of 1.00 MiB are in use");
+  }
+  EXPECT_EQ(mem.in_use_bytes(), 800u * 1024);
+  a.reset();
+  EXPECT_EQ(mem.in_use_bytes(), 0u);
+  EXPECT_EQ(mem.peak_bytes(), 800u * 1024);
+  mem.charge(1 << 20, "edge slots");
+  EXPECT_EQ(mem.peak_bytes(), 1u << 20);
+  EXPECT_THROW(mem.charge(64, "more slots"), Error);
+}
+
+PlanInputs budgeted(const Graph& g, const Program& p, const Partition& part, uint64_t limit0, uint64_t limit1) {
+  PlanInputs in = plan_inputs_for(g, p, part, true, 1, inputs_of(g));
+  in.devices[0].limit = limit0;
+  in.devices[1].limit = limit1;
+  return in;
+}
+
+TEST(SplitBatch, LargestEvenMicroBatchThatFits) {
+  Graph g = split_cnn();
+  Program p = build_training_program(g);
+  Partition part = partition_program(g, p);
+  PlanInputs unlimited = budgeted(g, p, part, 0, 0);
+  const uint64_t at16 = plan_memory(unlimited, 16).find("cpu:0")->total();
+  BatchSplit s = split_batch(budgeted(g, p, part, at16, 0), 64);
+  EXPECT_EQ(s.micro, 16);
+  EXPECT_EQ(s.count, 4);
+  EXPECT_TRUE(s.plan.fits());
+  EXPECT_NE(s.decision.find("cpu:0: batch 64 needs "), std::string::npos) << s.decision;
+  EXPECT_NE(s.decision.find("running 4 micro-batches of 16"), std::string::npos) << s.decision;
+  // 20 fits but 64 = 4 x 16 keeps the micro-batches even.
+  const uint64_t at20 = plan_memory(unlimited, 20).find("cpu:0")->total();
+  s = split_batch(budgeted(g, p, part, at20, 0), 64);
+  EXPECT_EQ(s.count, 4);
+  EXPECT_EQ(s.micro, 16);
+  // Unlimited: one batch, no decision.
+  s = split_batch(unlimited, 64);
+  EXPECT_EQ(s.count, 1);
+  EXPECT_EQ(s.micro, 64);
+  EXPECT_TRUE(s.decision.empty());
+}
+
+TEST(SplitBatch, ImpossibleBudgetNamesDeviceOpBytesAndRemedy) {
+  Graph g = split_cnn();
+  Program p = build_training_program(g);
+  Partition part = partition_program(g, p);
+  try {
+    split_batch(budgeted(g, p, part, 0, 16 << 20), 64);
+    FAIL() << "fc1's parameters alone exceed 16 MiB";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    std::string m = e.what();
+    EXPECT_EQ(m.rfind("cpu:1 needs ", 0), 0u) << m;
+    EXPECT_NE(m.find("most of it for fc1 (parameters 12.25 MiB, gradients 12.25 MiB, optimizer state 12.25 MiB"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("but its memory_limit is 16.00 MiB: move fc1 to another device or raise cpu:1's memory_limit"),
+              std::string::npos)
+        << m;
+  }
+}
+
+}  // namespace
+}  // namespace devmap

@@ -1,0 +1,30 @@
+// Reading the coordinator's JSON-lines metrics in tests: flat fields only.
+#pragma once
+
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace devmap::testing {
+
+// The value of "key": in one JSON line, as text ("" when absent); the first
+// occurrence, so nested objects' keys are found too.
+inline std::string json_field(const std::string& line, const std::string& key) {
+  std::smatch m;
+  std::regex re("\"" + key + "\":(\"[^\"]*\"|[^,}\\]]+)");
+  if (!std::regex_search(line, m, re)) return "";
+  std::string v = m[1];
+  return v.size() >= 2 && v.front() == '"' ? v.substr(1, v.size() - 2) : v;
+}
+
+// The lines of `text` whose "event" is `event`.
+inline std::vector<std::string> lines_with(const std::string& text, const std::string& event) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (json_field(line, "event") == event) out.push_back(line);
+  return out;
+}
+
+}  // namespace devmap::testing
