@@ -123,6 +123,15 @@ void Executor::reserve(int64_t max_batch) {
   }
   workspace_ =
       DeviceBuffer(*memory_, static_cast<int64_t>((workspace_bytes_ + sizeof(float) - 1) / sizeof(float)), "workspace");
+  // The external tensors this device stages: fed inputs, read-back outputs.
+  staged_inputs_.clear();
+  staged_outputs_.clear();
+  for (int node = 0; node < graph_.size() && !host_; ++node) {
+    auto i = static_cast<size_t>(node);
+    if (!external_[i] || !uses_[i]) continue;
+    OpRole role = graph_.node(node).schema->role;
+    (role == OpRole::kImageInput || role == OpRole::kLabelInput ? staged_inputs_ : staged_outputs_).push_back(node);
+  }
 }
 
 void Executor::init_parameters() {
@@ -186,21 +195,17 @@ KernelContext Executor::context(const StepInfo& info) {
 void Executor::forward(int64_t batch, const StepInfo& info) {
   // Staged external tensors: inputs go to the device first, outputs come
   // back after the pass.
-  std::vector<int> read_back;
-  for (int node = 0; node < graph_.size(); ++node) {
+  auto bytes = [&](int node) { return static_cast<size_t>(tensor_shape(node, batch).numel()) * sizeof(float); };
+  for (int node : staged_inputs_) {
     auto i = static_cast<size_t>(node);
-    if (!external_[i] || host_ || !uses_[i]) continue;
     assert(host_of_[i] && "bind_output() every external op before running");
-    size_t bytes = tensor_shape(node, batch).numel() * sizeof(float);
-    if (graph_.node(node).schema->role == OpRole::kImageInput || graph_.node(node).schema->role == OpRole::kLabelInput)
-      memory_->copy_from_host(buffers_[i].data(), host_of_[i], bytes);
-    else
-      read_back.push_back(node);
+    memory_->copy_from_host(buffers_[i].data(), host_of_[i], bytes(node));
   }
   run(forward_, batch, info, false);
-  for (int node : read_back) {
+  for (int node : staged_outputs_) {
     auto i = static_cast<size_t>(node);
-    memory_->copy_to_host(host_of_[i], buffers_[i].data(), tensor_shape(node, batch).numel() * sizeof(float));
+    assert(host_of_[i] && "bind_output() every external op before running");
+    memory_->copy_to_host(host_of_[i], buffers_[i].data(), bytes(node));
   }
 }
 

@@ -134,11 +134,12 @@ class Executor {
   std::vector<std::unique_ptr<OpKernel>> kernels_;  // per node (null where none)
   std::unique_ptr<OptimizerKernel> optimizer_;
   std::vector<Parameter> params_;
-  std::vector<std::vector<int>> node_params_;  // node -> indices into params_
-  std::vector<DeviceBuffer> buffers_;          // per tensor
-  std::vector<float*> bound_;                  // per tensor: host memory used in place, or null
-  std::vector<float*> host_of_;                // per tensor: host memory behind a staging buffer, or null
-  std::vector<bool> external_;                 // per node: set_external
+  std::vector<std::vector<int>> node_params_;        // node -> indices into params_
+  std::vector<DeviceBuffer> buffers_;                // per tensor
+  std::vector<float*> bound_;                        // per tensor: host memory used in place, or null
+  std::vector<float*> host_of_;                      // per tensor: host memory behind a staging buffer, or null
+  std::vector<bool> external_;                       // per node: set_external
+  std::vector<int> staged_inputs_, staged_outputs_;  // external ops behind staging buffers (set in reserve)
   DeviceBuffer workspace_;
   std::vector<const float*> parts_;  // kSumGrads scratch
   size_t workspace_bytes_ = 0;
