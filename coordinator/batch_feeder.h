@@ -34,14 +34,16 @@ class BatchFeeder {
   // result, slot) after each batch with the losses and metrics summed over
   // its micro-batches (each is already a share of the batch's mean); the
   // outputs of a batch run as one micro-batch stay in output slot `slot`
-  // until two more have been sent.
+  // until two more have been sent. After SIGINT or SIGTERM it stops at the
+  // next batch boundary (the micro-batches of a step always run to its
+  // end) and returns false; true when every batch ran.
   template <typename OnDone>
-  void run(const Dataset& data, const std::vector<int64_t>& order, int64_t batch_size, int64_t micro,
+  bool run(const Dataset& data, const std::vector<int64_t>& order, int64_t batch_size, int64_t micro,
            int64_t first_step, uint32_t flags, int64_t max_batches, OnDone on_done) {
     const int64_t count = static_cast<int64_t>(order.size());
     int64_t batches = (count + batch_size - 1) / batch_size;
     if (max_batches >= 0) batches = std::min(batches, max_batches);
-    if (batches == 0) return;
+    if (batches == 0) return true;
     micro = std::min(micro, batch_size);
     // (batch, first sample, samples) of every micro-batch, in order.
     struct Unit {
@@ -57,7 +59,7 @@ class BatchFeeder {
     fill(data, order, 0, next);
     StepResult sum;
     for (;;) {
-      if (interrupted()) throw_runtime("interrupted");
+      if (j == 0 && interrupted()) return false;
       const Unit u = next;
       const int64_t m = micros_of(i);
       wire::Step s{};
@@ -94,6 +96,7 @@ class BatchFeeder {
       j = nj;
       if (!more) break;
     }
+    return true;
   }
   void set_first_step_flags(uint32_t f) { extra_first_flags_ = f; }
 

@@ -134,6 +134,16 @@ CommandLine parse_command_line(int argc, char** argv) {
     throw_invalid("unexpected argument '" + positional[1] + "' (see --help)");
   }
   cl.config_path = positional[0];
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    bool plain =
+        !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,") ==
+                          std::string::npos;
+    std::string quoted = "'";
+    for (char c : a) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cl.run.resume_command += (i ? " " : "") + (plain ? a : quoted + "'");
+  }
+  if (!cl.run.resume) cl.run.resume_command += " --resume";
   return cl;
 }
 

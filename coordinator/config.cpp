@@ -98,8 +98,20 @@ TrainConfig read_train(const YamlSource& src, const YAML::Node& node) {
   train.shuffle = map.get_bool("shuffle", train.shuffle);
   train.checkpoint = map.get_string("checkpoint", train.checkpoint);
   train.checkpoint_every = map.get_int("checkpoint_every", train.checkpoint_every, 0);
+  train.keep_checkpoints = map.get_int("keep_checkpoints", train.keep_checkpoints, 1, 1000);
+  train.max_restarts = map.get_int("max_restarts", train.max_restarts, 0, 1000);
   if (map.has("optimizer")) train.optimizer = read_optimizer(src, map.value("optimizer"));
   return train;
+}
+
+FaultConfig read_faults(const YamlSource& src, const YAML::Node& node) {
+  MapReader map(src, node, section("faults"), config_keys::kFaults);
+  FaultConfig f;
+  const NumberRange seconds{0, false, 7 * 24 * 3600.0, true};  // (0 s, a week]
+  f.step_timeout = map.get_number("step_timeout", f.step_timeout, seconds);
+  f.heartbeat_timeout = map.get_number("heartbeat_timeout", f.heartbeat_timeout, seconds);
+  f.grace_period = map.get_number("grace_period", f.grace_period, seconds);
+  return f;
 }
 
 std::string emit(const YAML::Node& root) {
@@ -147,6 +159,7 @@ Config load_tree(YAML::Node root, const std::string& name, const std::vector<std
   config.data = read_data(src, top.has("data") ? top.value("data") : YAML::Node());
   config.train = read_train(src, top.has("train") ? top.value("train") : YAML::Node());
   config.predict = read_predict(src, top.has("predict") ? top.value("predict") : YAML::Node());
+  config.faults = read_faults(src, top.has("faults") ? top.value("faults") : YAML::Node());
   ModelGraph model = build_model_graph(top.value("model"), src, config.job, config.devices);
   check_place_matches(device_map.place, model.graph, model.groups, src);
   config.placement_reason = place_ops(model.graph, model.requests, device_map.place, config.default_device);

@@ -57,6 +57,29 @@ struct TrainConfig {
   // beside them. Empty: checkpoints/<config file stem>.safetensors.
   std::string checkpoint;
   int64_t checkpoint_every = 0;
+  // Each checkpoint is also kept under a name with its step
+  // (<checkpoint stem>.step-<N>.safetensors); the newest keep_checkpoints
+  // stay, older ones are deleted.
+  int64_t keep_checkpoints = 3;
+  // After a worker fails, relaunch the workers and resume from the last
+  // checkpoint, up to this many times per run (0: fail at once).
+  int64_t max_restarts = 0;
+};
+
+// How the coordinator tells failed workers from slow ones, and how long a
+// graceful stop may take. Durations in seconds.
+struct FaultConfig {
+  // A worker that has not finished the step (or checkpoint write) in
+  // flight after max(step_timeout, kPlannedStepFactor x the planned step
+  // time) is declared hung and killed.
+  double step_timeout = 30;
+  // A worker whose watchdog has sent no heartbeat for this long is declared
+  // unresponsive (stopped, or cut off).
+  double heartbeat_timeout = 10;
+  // After SIGINT or SIGTERM: the time allowed to finish the step, write the
+  // checkpoint and stop the workers before the run aborts.
+  double grace_period = 30;
+  static constexpr double kPlannedStepFactor = 10;
 };
 
 // The predict job's settings; the command line's --weights, --input,
@@ -75,6 +98,7 @@ struct Config {
   DataConfig data;
   TrainConfig train;
   PredictConfig predict;
+  FaultConfig faults;
   std::vector<DeviceSpec> devices;    // declared devices, in file order
   std::string default_device;         // device_map.default, resolved (never empty)
   bool allow_soft_placement = false;  // ops on an unusable GPU move to a CPU device instead of failing

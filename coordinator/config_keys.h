@@ -7,14 +7,16 @@
 
 namespace devmap::config_keys {
 
-inline const std::vector<std::string> kTop = {"job",     "model",   "data",       "train",
-                                              "predict", "devices", "device_map", "allow_soft_placement"};
+inline const std::vector<std::string> kTop = {
+    "job", "model", "data", "train", "predict", "devices", "device_map", "allow_soft_placement", "faults"};
+inline const std::vector<std::string> kFaults = {"step_timeout", "heartbeat_timeout", "grace_period"};
 inline const std::vector<std::string> kPredict = {"weights", "input", "output", "batch"};
 inline const std::vector<std::string> kModel = {"ops"};
 inline const std::vector<std::string> kData = {"train_images", "train_labels", "test_images",
                                                "test_labels",  "train_limit",  "test_limit"};
-inline const std::vector<std::string> kTrain = {"epochs",  "batch_size", "eval_batch_size", "max_steps",       "seed",
-                                                "shuffle", "optimizer",  "checkpoint",      "checkpoint_every"};
+inline const std::vector<std::string> kTrain = {
+    "epochs",    "batch_size", "eval_batch_size",  "max_steps",        "seed",        "shuffle",
+    "optimizer", "checkpoint", "checkpoint_every", "keep_checkpoints", "max_restarts"};
 // Every optimizer key; each type accepts a subset (see config.cpp).
 inline const std::vector<std::string> kOptimizer = {"type",  "learning_rate", "momentum", "weight_decay",
                                                     "beta1", "beta2",         "epsilon"};

@@ -106,6 +106,8 @@ class Override {
     if (scope == "data") return &config_keys::kData;
     if (scope == "train") return &config_keys::kTrain;
     if (scope == "train.optimizer") return &config_keys::kOptimizer;
+    if (scope == "predict") return &config_keys::kPredict;
+    if (scope == "faults") return &config_keys::kFaults;
     if (scope == "devices") return &kNone;
     if (scope.rfind("devices.", 0) == 0 && scope.find('.', 8) == std::string::npos) return &config_keys::kDevice;
     if (scope == "device_map") return &config_keys::kDeviceMap;

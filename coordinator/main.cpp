@@ -34,7 +34,9 @@ int main(int argc, char** argv) {
     return run_train(config, cl.run);
   } catch (const Error& e) {
     if (int sig = interrupt_signal()) {
-      std::cerr << "devmap: interrupted by signal " << sig << "; stopped the workers and removed the run's files\n";
+      std::cerr << "devmap: " << e.what() << "\n"
+                << "devmap: interrupted by " << signal_name(sig)
+                << " and stopped without a checkpoint; the workers are stopped and the run's files removed\n";
       return 128 + sig;
     }
     std::cerr << e.what() << "\n";

@@ -12,6 +12,7 @@
 #include "coordinator/metrics_log.h"
 #include "coordinator/progress_bar.h"
 #include "coordinator/session.h"
+#include "coordinator/signals.h"
 
 namespace devmap {
 
@@ -80,21 +81,23 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   auto t0 = std::chrono::steady_clock::now();
   int64_t done = 0;
   std::vector<int64_t> order = epoch_order(input.count, 0, 0, false);
-  feeder.run(input, order, batch, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
-    const char* base = static_cast<const char*>(session.output()->data()) + slot * session.output_layout().slot_bytes;
-    const float* labels = reinterpret_cast<const float*>(base + pred_off);
-    char line[32];
-    for (int64_t k = 0; k < n; ++k) {
-      int len = std::snprintf(line, sizeof line, "%lld,%d\n", static_cast<long long>(done + k + 1),
-                              static_cast<int>(labels[k]));
-      out.write(line, len);
-    }
-    done += n;
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    char status[48];
-    std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
-    bar.update(done, status);
-  });
+  bool complete =
+      feeder.run(input, order, batch, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
+        const char* base =
+            static_cast<const char*>(session.output()->data()) + slot * session.output_layout().slot_bytes;
+        const float* labels = reinterpret_cast<const float*>(base + pred_off);
+        char line[32];
+        for (int64_t k = 0; k < n; ++k) {
+          int len = std::snprintf(line, sizeof line, "%lld,%d\n", static_cast<long long>(done + k + 1),
+                                  static_cast<int>(labels[k]));
+          out.write(line, len);
+        }
+        done += n;
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        char status[48];
+        std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
+        bar.update(done, status);
+      });
   out.flush();
   if (!out) throw_runtime("writing " + po.output + " failed");
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -102,6 +105,15 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
   bar.finish(status);
   session.workers().shutdown();
+  if (!complete) {
+    const int sig = interrupt_signal();
+    JsonObject j;
+    j.add("event", "interrupted").add("job", "predict").add("signal", signal_name(sig)).add("images", done);
+    metrics.write(j);
+    std::cerr << "devmap: interrupted by " << signal_name(sig) << " after " << done << " of " << input.count
+              << " images; " << po.output << " holds their predictions only\n";
+    return 128 + sig;
+  }
   write_device_events(session.workers(), session.memory(), metrics);
   JsonObject j;
   j.add("event", "done").add("job", "predict").add("images", done).add("seconds", secs);

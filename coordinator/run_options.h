@@ -15,6 +15,9 @@ struct RunOptions {
   bool log_placement = false;
   bool profile = false;  // time every op in the workers; print and log the table at the end
   bool resume = false;   // train: continue from train.checkpoint and the training state beside it
+  // This command line with --resume added (shell-quoted): what to run to
+  // continue an interrupted run.
+  std::string resume_command;
 };
 
 }  // namespace devmap

@@ -9,6 +9,7 @@
 
 #include "coordinator/signals.h"
 #include "coordinator/stale_runs.h"
+#include "coordinator/step_estimate.h"
 #include "transport/edge_plan.h"
 #include "transport/run_names.h"
 
@@ -150,7 +151,14 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
     l.plan.run_dir = run_.directory();
     launches.push_back(std::move(l));
   }
-  group_ = std::make_unique<WorkerGroup>(run_, std::move(launches), [] { return interrupted(); });
+  FaultPolicy policy;
+  policy.step_timeout = std::chrono::milliseconds(static_cast<int64_t>(config.faults.step_timeout * 1000));
+  policy.heartbeat_timeout = std::chrono::milliseconds(static_cast<int64_t>(config.faults.heartbeat_timeout * 1000));
+  policy.factor = FaultConfig::kPlannedStepFactor;
+  policy.planned_seconds = [estimate = StepEstimate(config, graph_, partition_)](int64_t samples, bool train) {
+    return estimate.seconds(samples, train);
+  };
+  group_ = std::make_unique<WorkerGroup>(run_, std::move(launches), policy, [] { return abort_requested(); });
 }
 
 void Session::start() {

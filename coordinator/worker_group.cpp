@@ -1,6 +1,9 @@
 #include "coordinator/worker_group.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "core/error.h"
 
@@ -9,17 +12,43 @@ namespace devmap {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+const std::string kWatchdogSuffix = "/watchdog";
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+
+double since(Clock::time_point t, Clock::time_point now) {
+  return std::chrono::duration<double>(now - t).count();
+}
+
+}  // namespace
+
 struct WorkerGroup::Worker {
   WorkerLaunch launch;
   std::unique_ptr<WorkerProcess> process;
   bool connected = false;
   bool ready = false;
   bool result_pending = false;
+  // The step or request in flight: since when, and how long it may take.
+  bool busy = false;
+  Clock::time_point busy_since;
+  double deadline_seconds = 0;
+  // The watchdog's last word, and when instructions last advanced.
+  bool heard = false;
+  Clock::time_point last_heartbeat;
+  wire::Heartbeat heartbeat{};
+  Clock::time_point last_progress;
   const std::string& device() const { return launch.plan.device; }
 };
 
-WorkerGroup::WorkerGroup(RunResources& run, std::vector<WorkerLaunch> launches, std::function<bool()> interrupted)
-    : run_(run), interrupted_(std::move(interrupted)), ctx_(1) {
+WorkerGroup::WorkerGroup(RunResources& run, std::vector<WorkerLaunch> launches, FaultPolicy policy,
+                         std::function<bool()> abort)
+    : run_(run), policy_(policy), abort_(std::move(abort)), ctx_(1) {
   for (auto& l : launches) {
     auto w = std::make_unique<Worker>();
     w->launch = std::move(l);
@@ -45,25 +74,106 @@ WorkerGroup::Worker& WorkerGroup::by_peer(const std::string& peer) {
 
 void WorkerGroup::fail_worker(Worker& w, const std::string& reason) {
   std::string who = w.process ? w.process->label() + " (pid " + std::to_string(w.process->pid()) + ")" : w.device();
-  throw_runtime(who + " failed: " + reason);
+  throw WorkerFailed(who + " failed: " + reason);
+}
+
+void WorkerGroup::mark_pending(Worker& w, double expected_seconds) {
+  const double timeout = std::chrono::duration<double>(policy_.step_timeout).count();
+  w.busy = true;
+  w.busy_since = Clock::now();
+  w.deadline_seconds = std::max(timeout, policy_.factor * expected_seconds);
+}
+
+void WorkerGroup::send_to(Worker& w, const std::string& frame, const std::string& what) {
+  try {
+    server_->send(w.device(), frame);
+  } catch (const Error& e) {
+    // The worker's connection is gone: it died (say how), or it will.
+    auto deadline = Clock::now() + milliseconds(500);
+    while (!w.process->poll_exit() && Clock::now() < deadline) std::this_thread::sleep_for(milliseconds(5));
+    if (auto exit = w.process->poll_exit()) fail_worker(w, *exit + " before the coordinator could send it " + what);
+    fail_worker(w, std::string("cannot be reached to send it ") + what + ": " + e.what());
+  }
 }
 
 PeerMessage WorkerGroup::await(const std::string& waiting_for) {
+  auto last_watch = Clock::now();
   for (;;) {
-    if (auto m = server_->recv(milliseconds(50))) {
+    auto m = server_->recv(milliseconds(50));
+    if (m && m->peer.ends_with(kWatchdogSuffix)) {
+      if (m->message.type != wire::MsgType::kHeartbeat) continue;
+      Worker& w = by_peer(m->peer.substr(0, m->peer.size() - kWatchdogSuffix.size()));
+      auto hb = m->message.as<wire::Heartbeat>();
+      auto now = Clock::now();
+      if (!w.heard || hb.instructions != w.heartbeat.instructions) w.last_progress = now;
+      w.heard = true;
+      w.last_heartbeat = now;
+      w.heartbeat = hb;
+      m.reset();
+    }
+    if (m) {
       if (m->message.type == wire::MsgType::kError) fail_worker(by_peer(m->peer), m->message.body);
       return *std::move(m);
     }
-    if (interrupted_ && interrupted_()) throw_runtime("interrupted while waiting for " + waiting_for);
-    for (auto& w : workers_) {
-      if (auto exit = w->process->poll_exit()) {
-        // A worker that failed sends ERROR before exiting: prefer its words.
-        while (auto m = server_->recv(milliseconds(100)))
-          if (m->message.type == wire::MsgType::kError) fail_worker(by_peer(m->peer), m->message.body);
-        fail_worker(*w, *exit + " while the coordinator was waiting for " + waiting_for);
-      }
+    if (Clock::now() - last_watch >= milliseconds(50)) {
+      watch(waiting_for);
+      last_watch = Clock::now();
     }
   }
+}
+
+void WorkerGroup::watch(const std::string& waiting_for) {
+  if (abort_ && abort_()) throw_runtime("aborted while waiting for " + waiting_for);
+  for (auto& w : workers_) {
+    if (auto exit = w->process->poll_exit()) {
+      // A worker that failed sends ERROR before exiting: prefer its words.
+      while (auto m = server_->recv(milliseconds(100)))
+        if (m->message.type == wire::MsgType::kError) fail_worker(by_peer(m->peer), m->message.body);
+      fail_worker(*w, *exit + " while the coordinator was waiting for " + waiting_for);
+    }
+  }
+  const auto now = Clock::now();
+  const double silence_limit = std::chrono::duration<double>(policy_.heartbeat_timeout).count();
+  for (auto& w : workers_) {
+    if (!w->ready || !w->heard) continue;
+    if (double silent = since(w->last_heartbeat, now); silent > silence_limit)
+      fail_worker(*w, "sent no heartbeat for " + seconds(silent) + " (faults.heartbeat_timeout " +
+                          seconds(silence_limit) + "): it is stopped or cut off; killed it");
+  }
+  auto activity = [](const Worker& w) {
+    return w.heard ? wire::read_name(w.heartbeat.activity) : std::string("no heartbeat yet");
+  };
+  auto waiting = [&](const Worker& w) {
+    std::string a = activity(w);
+    return a.rfind("recv ", 0) == 0 || a.rfind("send ", 0) == 0;
+  };
+  std::vector<Worker*> overdue;
+  for (auto& w : workers_)
+    if (w->busy && since(w->busy_since, now) > w->deadline_seconds) overdue.push_back(w.get());
+  if (overdue.empty()) return;
+  // Of the workers past their deadline, blame a silent watchdog (a stopped
+  // process) first, then one busy in a kernel, and last one blocked in send
+  // or recv: that one is the victim of the peer it waits on.
+  auto rank = [&](const Worker& w) {
+    bool silent = !w.heard || since(w.last_heartbeat, now) > 3e-3 * wire::kHeartbeatPeriodMs;
+    return silent ? 0 : waiting(w) ? 2 : 1;
+  };
+  Worker* hung = overdue.front();
+  for (Worker* w : overdue)
+    if (rank(*w) < rank(*hung)) hung = w;
+  char factor[32];
+  std::snprintf(factor, sizeof factor, "%g", policy_.factor);
+  std::string what = "made no progress on " + waiting_for + " for " + seconds(since(hung->busy_since, now)) +
+                     " (limit " + seconds(hung->deadline_seconds) + ": the larger of faults.step_timeout " +
+                     seconds(std::chrono::duration<double>(policy_.step_timeout).count()) + " and " + factor +
+                     "x the expected time)";
+  if (hung->heard)
+    what += "; its last heartbeat, " + seconds(since(hung->last_heartbeat, now)) + " ago, said it was in " +
+            activity(*hung) + " and no instruction had finished for " + seconds(since(hung->last_progress, now));
+  std::string others;
+  for (Worker* w : overdue)
+    if (w != hung) others += "; " + w->device() + " was in " + activity(*w);
+  fail_worker(*hung, what + others + "; killed it");
 }
 
 void WorkerGroup::start(milliseconds timeout) {
@@ -110,18 +220,24 @@ void WorkerGroup::start(milliseconds timeout) {
 }
 
 void WorkerGroup::send(const wire::Step& step) {
+  const bool training = (step.flags & wire::kTrain) != 0;
+  const double planned = policy_.planned_seconds ? policy_.planned_seconds(step.batch, training) : 0;
+  const double expected = slowness_ > 0 ? planned * slowness_ : planned;
   for (auto& w : workers_) {
-    server_->send(w->device(), wire::frame(wire::MsgType::kStep, step));
+    send_to(*w, wire::frame(wire::MsgType::kStep, step), "step " + std::to_string(step.step + 1));
     w->result_pending = true;
+    mark_pending(*w, expected);
   }
   pending_step_ = step.step;
+  pending_ = step;
 }
 
 StepResult WorkerGroup::collect() {
   StepResult result;
   size_t pending = workers_.size();
   while (pending > 0) {
-    PeerMessage m = await("step " + std::to_string(pending_step_));
+    // Numbered from 1, as the progress bar and the metrics count.
+    PeerMessage m = await(((pending_.flags & wire::kTrain) ? "step " : "batch ") + std::to_string(pending_step_ + 1));
     Worker& w = by_peer(m.peer);
     if (m.message.type != wire::MsgType::kStepDone || !w.result_pending)
       fail_worker(w, std::string("sent an unexpected ") + wire::msg_type_name(m.message.type));
@@ -130,6 +246,11 @@ StepResult WorkerGroup::collect() {
       fail_worker(w, "answered step " + std::to_string(done.step) + " instead of " + std::to_string(pending_step_));
     wire::check_body_size(m.message, sizeof done + done.param_stats * sizeof(wire::ParamStat), false);
     w.result_pending = false;
+    w.busy = false;
+    if (policy_.planned_seconds) {
+      double planned = policy_.planned_seconds(pending_.batch, (pending_.flags & wire::kTrain) != 0);
+      if (planned > 0) slowness_ = std::max(slowness_, done.compute_seconds / planned);
+    }
     --pending;
     result.loss += done.loss;
     result.metric += done.metric;
@@ -144,14 +265,18 @@ StepResult WorkerGroup::collect() {
 }
 
 void WorkerGroup::request(const std::map<std::string, std::string>& frame_by_device, wire::MsgType reply,
-                          const std::string& what) {
-  for (const auto& [device, frame] : frame_by_device) server_->send(device, frame);
+                          const std::string& what, double expected_seconds) {
+  for (const auto& [device, frame] : frame_by_device) {
+    send_to(by_peer(device), frame, what);
+    mark_pending(by_peer(device), expected_seconds);
+  }
   size_t pending = frame_by_device.size();
   while (pending > 0) {
     PeerMessage m = await(what);
     Worker& w = by_peer(m.peer);
     if (m.message.type != reply || !frame_by_device.count(m.peer))
       fail_worker(w, std::string("sent an unexpected ") + wire::msg_type_name(m.message.type) + " during " + what);
+    w.busy = false;
     --pending;
   }
 }

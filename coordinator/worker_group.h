@@ -1,8 +1,20 @@
 // WorkerGroup: the coordinator's side of its worker processes. It spawns
 // one worker per device, runs the handshake (HELLO with protocol version,
 // PLAN, READY), sends steps and collects their results. While it waits it
-// watches every child: a worker that reports an ERROR or dies ends the run
-// with an Error naming the worker, its device and its reason.
+// watches every child, every 50 ms:
+//  - a worker that reports an ERROR or whose process ends fails at once;
+//  - a worker whose watchdog sends no heartbeat for heartbeat_timeout is
+//    unresponsive (stopped, or cut off);
+//  - a worker that has not answered the step or request in flight within
+//    max(step_timeout, factor x expected time) is hung, even when its
+//    heartbeats still come (a kernel that never returns). A step's expected
+//    time is the plan's pessimistic estimate for its batch until a step has
+//    been measured; from then on that estimate scaled by the slowest
+//    measured/estimated ratio so far. So a long but healthy micro-batch is
+//    not killed, and a hang is found soon after the first step.
+// Each ends the wait with WorkerFailed naming the worker, its device, its
+// pid and what it was doing; the caller unwinds, which kills and reaps the
+// rest.
 #pragma once
 
 #include <chrono>
@@ -22,6 +34,22 @@ namespace devmap {
 struct WorkerLaunch {
   std::string program;  // path of worker_cpu / worker_gpu
   WorkerPlan plan;
+};
+
+// A worker died, hung, went silent or reported an error: the run can go on
+// only with new workers (train.max_restarts).
+class WorkerFailed : public Error {
+ public:
+  explicit WorkerFailed(std::string message) : Error(ErrorKind::kRuntime, std::move(message)) {}
+};
+
+// When a worker counts as failed; see the class comment.
+struct FaultPolicy {
+  std::chrono::milliseconds step_timeout{30000};
+  std::chrono::milliseconds heartbeat_timeout{10000};
+  double factor = 10;
+  // The plan's estimate for a batch on the slowest device (null: none).
+  std::function<double(int64_t batch, bool training)> planned_seconds;
 };
 
 struct StepResult {
@@ -46,9 +74,9 @@ struct WorkerInfo {
 
 class WorkerGroup {
  public:
-  // `interrupted` is polled while waiting; when it returns true the wait
-  // throws Error("interrupted").
-  WorkerGroup(RunResources& run, std::vector<WorkerLaunch> launches, std::function<bool()> interrupted);
+  // `abort` is polled while waiting; when it returns true the wait throws
+  // Error("aborted ...").
+  WorkerGroup(RunResources& run, std::vector<WorkerLaunch> launches, FaultPolicy policy, std::function<bool()> abort);
   ~WorkerGroup();
 
   // Spawns every worker and completes the handshake within `timeout`.
@@ -60,8 +88,10 @@ class WorkerGroup {
   StepResult collect();
 
   // Sends each listed worker its frame and waits until each has answered
-  // with `reply` (a worker's ERROR or death ends the wait with an Error).
-  void request(const std::map<std::string, std::string>& frame_by_device, wire::MsgType reply, const std::string& what);
+  // with `reply` (a worker's ERROR or death ends the wait with an Error);
+  // `expected_seconds` is how long the work should take (file I/O).
+  void request(const std::map<std::string, std::string>& frame_by_device, wire::MsgType reply, const std::string& what,
+               double expected_seconds = 0);
 
   // Asks every worker to exit, collects its BYE (peak memory) and reaps it;
   // a worker that does not exit in time is killed.
@@ -70,12 +100,18 @@ class WorkerGroup {
  private:
   struct Worker;
   PeerMessage await(const std::string& waiting_for);
+  void watch(const std::string& waiting_for);  // exits, heartbeats, deadlines
+  void send_to(Worker& w, const std::string& frame, const std::string& what);
+  void mark_pending(Worker& w, double expected_seconds);
   [[noreturn]] void fail_worker(Worker& w, const std::string& reason);
   size_t index_of(const std::string& peer) const;  // throws for an unknown peer
   Worker& by_peer(const std::string& peer);
 
   RunResources& run_;
-  std::function<bool()> interrupted_;
+  FaultPolicy policy_;
+  std::function<bool()> abort_;
+  double slowness_ = 0;  // the largest measured / planned time of a step so far (0: none measured)
+  wire::Step pending_{};
   zmq::context_t ctx_;
   std::unique_ptr<ControlServer> server_;
   std::vector<std::unique_ptr<Worker>> workers_;

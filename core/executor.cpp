@@ -219,6 +219,7 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
   KernelContext ctx = context(info);
   std::vector<TensorView> inputs, params;
   for (const Instr& ins : instrs) {
+    running_.store(static_cast<int64_t>(ins.kind) << 32 | static_cast<uint32_t>(ins.node), std::memory_order_relaxed);
     auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     // On a host device a tensor that leaves it is written straight into a slot.
     for (int t : ins.out) {
@@ -268,7 +269,35 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
       }
     }
     if (profiling_) record(ins, batch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    finished_.fetch_add(1, std::memory_order_relaxed);
   }
+  running_.store(-1, std::memory_order_relaxed);
+}
+
+Executor::Progress Executor::progress() const {
+  Progress p;
+  int64_t r = running_.load(std::memory_order_relaxed);
+  p.finished = finished_.load(std::memory_order_relaxed);
+  if (r < 0) return p;
+  p.running = true;
+  p.kind = static_cast<InstrKind>(r >> 32);
+  p.node = static_cast<int>(static_cast<uint32_t>(r & 0xffffffff));
+  return p;
+}
+
+std::string Executor::describe(const Progress& p) const {
+  if (!p.running) return "idle";
+  switch (p.kind) {
+    case InstrKind::kForward: return graph_.node(p.node).name + " forward";
+    case InstrKind::kBackward: return graph_.node(p.node).name + " backward";
+    case InstrKind::kSumGrads: return graph_.node(p.node).name + " gradient sum";
+    case InstrKind::kSend:
+    case InstrKind::kRecv: {
+      std::string edge = edges_ ? (*edges_)[static_cast<size_t>(p.node)].name : "edge " + std::to_string(p.node);
+      return (p.kind == InstrKind::kSend ? "send " : "recv ") + edge;
+    }
+  }
+  return "?";
 }
 
 void Executor::record(const Instr& ins, int64_t batch, double seconds) {

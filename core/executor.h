@@ -13,6 +13,7 @@
 // sent slots just before the send, outputs after the forward pass.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,6 +100,19 @@ class Executor {
   // (end of the step).
   void finish_step(const StepInfo& info);
 
+  // What the executor is running, readable from any thread while it runs
+  // (the worker's watchdog reports it): the instruction in progress, or
+  // none between passes, and how many instructions have finished so far.
+  struct Progress {
+    bool running = false;
+    InstrKind kind = InstrKind::kForward;
+    int node = -1;  // the op, or the edge id for kSend/kRecv
+    uint64_t finished = 0;
+  };
+  Progress progress() const;
+  // "conv2 backward", "recv conv1->pool1" (edge names), "idle".
+  std::string describe(const Progress& p) const;
+
   std::vector<Parameter>& parameters() { return params_; }
   const std::vector<Parameter>& parameters() const { return params_; }
   const Graph& graph() const { return graph_; }
@@ -125,6 +139,10 @@ class Executor {
   bool owns_loss_ = false;
   bool profiling_ = false;
   Profile profile_;
+  // (kind << 32 | node) of the instruction in progress, or -1; and the
+  // count of finished instructions. Written by run(), read by progress().
+  std::atomic<int64_t> running_{-1};
+  std::atomic<uint64_t> finished_{0};
   uint64_t seed_;
   std::unique_ptr<ThreadPool> pool_;
   // Declared before every DeviceBuffer member: buffers release into it.

@@ -33,6 +33,7 @@ void decode_body(const wire::Message& m) {
     case MsgType::kHello: (void)wire::read_name(m.as<wire::Hello>().device); break;
     case MsgType::kReady: (void)wire::read_name(m.as<wire::Ready>().runtime); break;
     case MsgType::kStep: (void)m.as<wire::Step>(); break;
+    case MsgType::kHeartbeat: (void)wire::read_name(m.as<wire::Heartbeat>().activity); break;
     case MsgType::kStepDone:
       with_entries<wire::StepDone, wire::ParamStat>(m, [](const wire::StepDone& d) { return size_t{d.param_stats}; });
       break;

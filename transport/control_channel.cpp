@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "transport/zmq_wait.h"
 
 namespace devmap {
 
@@ -23,8 +24,7 @@ ControlServer::ControlServer(zmq::context_t& ctx, const std::string& socket_path
 }
 
 std::optional<PeerMessage> ControlServer::recv(std::chrono::milliseconds timeout) {
-  zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-  if (zmq::poll(&item, 1, timeout) == 0) return std::nullopt;
+  if (!wait_readable(socket_, timeout)) return std::nullopt;
   zmq::message_t id, body;
   if (!socket_.recv(id, zmq::recv_flags::dontwait)) return std::nullopt;
   if (!id.more()) throw_runtime("malformed control frame: no body");
@@ -45,9 +45,10 @@ void ControlServer::send(const std::string& peer, const std::string& frame) {
   }
 }
 
-ControlClient::ControlClient(zmq::context_t& ctx, const std::string& endpoint, const std::string& identity)
+ControlClient::ControlClient(zmq::context_t& ctx, const std::string& endpoint, const std::string& identity,
+                             int linger_ms)
     : socket_(ctx, zmq::socket_type::dealer) {
-  socket_.set(zmq::sockopt::linger, 2000);  // let a final ERROR or BYE reach the coordinator
+  socket_.set(zmq::sockopt::linger, linger_ms);
   socket_.set(zmq::sockopt::routing_id, identity);
   try {
     socket_.connect(endpoint);
@@ -57,8 +58,7 @@ ControlClient::ControlClient(zmq::context_t& ctx, const std::string& endpoint, c
 }
 
 std::optional<wire::Message> ControlClient::recv(std::chrono::milliseconds timeout) {
-  zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-  if (zmq::poll(&item, 1, timeout) == 0) return std::nullopt;
+  if (!wait_readable(socket_, timeout)) return std::nullopt;
   zmq::message_t body;
   if (!socket_.recv(body, zmq::recv_flags::dontwait)) return std::nullopt;
   return wire::Message::parse(body.to_string_view());
@@ -66,6 +66,10 @@ std::optional<wire::Message> ControlClient::recv(std::chrono::milliseconds timeo
 
 void ControlClient::send(const std::string& frame) {
   socket_.send(zmq::buffer(frame), zmq::send_flags::none);
+}
+
+bool ControlClient::try_send(const std::string& frame) {
+  return socket_.send(zmq::buffer(frame), zmq::send_flags::dontwait).has_value();
 }
 
 }  // namespace devmap

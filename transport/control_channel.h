@@ -35,9 +35,14 @@ class ControlServer {
 
 class ControlClient {
  public:
-  ControlClient(zmq::context_t& ctx, const std::string& endpoint, const std::string& identity);
+  // `linger_ms`: how long closing waits for unsent messages (a final ERROR
+  // or BYE should reach the coordinator; heartbeats need not).
+  ControlClient(zmq::context_t& ctx, const std::string& endpoint, const std::string& identity, int linger_ms = 2000);
   std::optional<wire::Message> recv(std::chrono::milliseconds timeout);
   void send(const std::string& frame);
+  // Never blocks: false when the message could not be queued (the
+  // coordinator is not reading and the queue is full).
+  bool try_send(const std::string& frame);
 
  private:
   zmq::socket_t socket_;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "transport/zmq_wait.h"
 
 namespace devmap {
 
@@ -76,8 +77,7 @@ void ShmChannel::push(const std::string& peer, wire::MsgType type, const wire::T
 }
 
 bool ShmChannel::pump(milliseconds timeout) {
-  zmq::pollitem_t item{pull_.handle(), 0, ZMQ_POLLIN, 0};
-  if (zmq::poll(&item, 1, timeout) == 0) return false;
+  if (!wait_readable(pull_, timeout)) return false;
   zmq::message_t msg;
   while (pull_.recv(msg, zmq::recv_flags::dontwait)) {
     wire::Message m = wire::Message::parse(msg.to_string_view());

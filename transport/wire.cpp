@@ -18,6 +18,7 @@ const char* msg_type_name(MsgType t) {
     case MsgType::kSlotRelease: return "SLOT_RELEASE";
     case MsgType::kParamsIo: return "PARAMS_IO";
     case MsgType::kParamsDone: return "PARAMS_DONE";
+    case MsgType::kHeartbeat: return "HEARTBEAT";
   }
   return "UNKNOWN";
 }

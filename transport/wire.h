@@ -18,7 +18,7 @@ namespace devmap::wire {
 constexpr uint32_t kMagic = 0x50414d44;  // "DMAP" little-endian
 // Bumped whenever a message's layout or meaning changes; HELLO carries it
 // and a mismatch ends the handshake with an error.
-constexpr uint32_t kProtocolVersion = 2;
+constexpr uint32_t kProtocolVersion = 3;
 
 enum class MsgType : uint32_t {
   kHello = 1,     // worker -> coordinator: Hello
@@ -36,8 +36,11 @@ enum class MsgType : uint32_t {
   // (core/bytes.h); the worker answers PARAMS_DONE (no body) or ERROR.
   kParamsIo = 11,
   kParamsDone = 12,
+  // worker -> coordinator, from the worker's watchdog thread on a socket of
+  // its own (identity "<device>/watchdog"): Heartbeat, every 200 ms.
+  kHeartbeat = 13,
 };
-constexpr uint32_t kMaxMsgType = 12;
+constexpr uint32_t kMaxMsgType = 13;
 
 const char* msg_type_name(MsgType t);
 
@@ -109,6 +112,17 @@ struct Bye {
   uint64_t memory_limit_bytes;  // its memory_limit (0: unlimited)
 };
 static_assert(sizeof(Bye) == 56 && std::is_trivially_copyable_v<Bye>);
+
+// Liveness and what the worker's main thread is doing. A worker whose
+// heartbeats arrive but whose `instructions` stop advancing is stuck inside
+// one instruction (a kernel, a wait for a peer).
+constexpr int kHeartbeatPeriodMs = 200;
+struct Heartbeat {
+  int64_t step;           // the step being run, or -1 between steps
+  uint64_t instructions;  // instructions finished since the worker started
+  char activity[48];      // "conv2 backward", "recv conv1->pool1", "idle", NUL-terminated
+};
+static_assert(sizeof(Heartbeat) == 64 && std::is_trivially_copyable_v<Heartbeat>);
 
 // One line of a worker's per-op timing.
 struct ProfileRecord {

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "core/error.h"
 #include "core/executor.h"
@@ -24,6 +25,7 @@
 #include "transport/edge_plan.h"
 #include "transport/params_io.h"
 #include "transport/shm_segment.h"
+#include "worker/watchdog.h"
 
 namespace devmap {
 namespace {
@@ -147,9 +149,14 @@ class Worker {
     loss_node_ = plan_.graph.find_role(OpRole::kLoss);
     auto metrics = plan_.graph.find_all_role(OpRole::kMetric);
     metric_node_ = metrics.empty() ? -1 : metrics[0];
-    // Fault injection for the tests of failure handling: fail at this step.
+    // Fault injection for the tests of failure handling: fail at this
+    // step, or hang in it (as a kernel that never returns would, while the
+    // watchdog goes on sending heartbeats).
     if (const char* f = std::getenv("DEVMAP_TEST_FAIL_AT_STEP")) fail_at_step_ = std::atoll(f);
+    if (const char* h = std::getenv("DEVMAP_TEST_HANG_AT_STEP")) hang_at_step_ = std::atoll(h);
   }
+
+  const Executor& executor() const { return *exec_; }
 
   wire::Ready ready(const WorkerRuntime& rt) const {
     wire::Ready r{};
@@ -239,6 +246,8 @@ class Worker {
 
     if (fail_at_step_ >= 0 && s.step == fail_at_step_ && (s.flags & wire::kTrain))
       throw_runtime("injected failure at step " + std::to_string(s.step) + " (DEVMAP_TEST_FAIL_AT_STEP)");
+    if (hang_at_step_ >= 0 && s.step == hang_at_step_ && (s.flags & wire::kTrain))
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
     bool train = (s.flags & wire::kTrain) != 0;
     bool update = train && (s.flags & wire::kNoUpdate) == 0;
     StepInfo info{s.step, s.sample_offset, s.batch_total, train};
@@ -310,7 +319,7 @@ class Worker {
   std::unique_ptr<DeviceMemory> memory_;  // outlives the executor, whose buffers it holds
   std::unique_ptr<Executor> exec_;
   int loss_node_ = -1, metric_node_ = -1;
-  int64_t fail_at_step_ = -1;
+  int64_t fail_at_step_ = -1, hang_at_step_ = -1;
 };
 
 void serve(const Args& args, const WorkerRuntime& rt) {
@@ -318,6 +327,7 @@ void serve(const Args& args, const WorkerRuntime& rt) {
   zmq::context_t ctx(1);
   ControlClient client(ctx, args.endpoint, args.device);
   std::unique_ptr<Worker> worker;
+  std::unique_ptr<Watchdog> watchdog;  // declared after worker: stops before the executor it watches goes
   try {
     wire::Hello hello{};
     hello.protocol_version = wire::kProtocolVersion;
@@ -328,14 +338,23 @@ void serve(const Args& args, const WorkerRuntime& rt) {
     for (;;) {
       wire::Message m = await_message(client, parent);
       switch (m.type) {
-        case wire::MsgType::kPlan:
-          worker = std::make_unique<Worker>(ctx, rt, decode_worker_plan(m.body), parent);
+        case wire::MsgType::kPlan: {
+          if (worker) throw_runtime("a second PLAN");
+          WorkerPlan plan = decode_worker_plan(m.body);
+          watchdog = std::make_unique<Watchdog>(ctx, args.endpoint, args.device, parent, plan.run_prefix, plan.run_dir);
+          worker = std::make_unique<Worker>(ctx, rt, std::move(plan), parent);
+          watchdog->watch(&worker->executor());
           client.send(wire::frame(wire::MsgType::kReady, worker->ready(rt)));
           break;
-        case wire::MsgType::kStep:
+        }
+        case wire::MsgType::kStep: {
           if (!worker) throw_runtime("STEP before PLAN");
-          client.send(worker->step(m.as<wire::Step>()));
+          auto step = m.as<wire::Step>();
+          watchdog->set_step(step.step);
+          client.send(worker->step(step));
+          watchdog->set_step(-1);
           break;
+        }
         case wire::MsgType::kParamsIo:
           if (!worker) throw_runtime("PARAMS_IO before PLAN");
           worker->params_io(decode_params_io(m.body));

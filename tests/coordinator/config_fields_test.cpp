@@ -87,6 +87,32 @@ TEST(ConfigFields, ReadsEverySection) {
   EXPECT_EQ(c.default_device, "gpu:0");  // the first declared
 }
 
+TEST(ConfigFields, FaultsAndRestarts) {
+  const Config d = load_config_text(kMinimalModel, "min.yaml");
+  EXPECT_DOUBLE_EQ(d.faults.step_timeout, 30);
+  EXPECT_DOUBLE_EQ(d.faults.heartbeat_timeout, 10);
+  EXPECT_DOUBLE_EQ(d.faults.grace_period, 30);
+  EXPECT_EQ(d.train.max_restarts, 0);
+  EXPECT_EQ(d.train.keep_checkpoints, 3);
+  const Config c = load_config_text(kMinimalModel +
+                                        "faults: {step_timeout: 2.5, heartbeat_timeout: 4, grace_period: 60}\n"
+                                        "train: {max_restarts: 2, keep_checkpoints: 5}\n",
+                                    "f.yaml", {"faults.grace_period=9"});
+  EXPECT_DOUBLE_EQ(c.faults.step_timeout, 2.5);
+  EXPECT_DOUBLE_EQ(c.faults.heartbeat_timeout, 4);
+  EXPECT_DOUBLE_EQ(c.faults.grace_period, 9);
+  EXPECT_EQ(c.train.max_restarts, 2);
+  EXPECT_EQ(c.train.keep_checkpoints, 5);
+  EXPECT_EQ(error_of([] { load_config_text(kMinimalModel + "faults: {step_timeout: 0}\n", "f.yaml"); }),
+            "f.yaml:8:24: faults.step_timeout must be in (0, 604800], got 0");
+  EXPECT_NE(error_of([] { load_config_text(kMinimalModel + "faults: {timeout: 3}\n", "f.yaml"); }).find("timeout"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              load_config_text(kMinimalModel + "train: {keep_checkpoints: 0}\n", "f.yaml");
+            }).find("keep_checkpoints"),
+            std::string::npos);
+}
+
 TEST(ConfigFields, OpsGetTheirDeviceOrTheDefault) {
   const std::string text =
       "devices: {cpu:0: {threads: 1}, cpu:1: {threads: 1}}\n"

@@ -2,14 +2,22 @@
 #pragma once
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+extern "C" char** environ;
 
 namespace devmap::testing {
 
@@ -47,6 +55,72 @@ inline ProcessResult run_process(const std::vector<std::string>& argv, const std
   r.out = read_file(out);
   r.err = read_file(err);
   return r;
+}
+
+// A process started in the background (posix_spawn), its stdout and
+// stderr in files under `dir`; `env` adds VAR=value entries to this
+// process's environment. The destructor kills and reaps it if it still runs.
+class BackgroundProcess {
+ public:
+  BackgroundProcess(const std::vector<std::string>& argv, const std::string& dir,
+                    const std::vector<std::string>& env = {})
+      : out_(dir + "/bg-stdout.txt"), err_(dir + "/bg-stderr.txt") {
+    std::vector<std::string> envs;
+    for (char** e = environ; *e; ++e) envs.emplace_back(*e);
+    envs.insert(envs.end(), env.begin(), env.end());
+    std::vector<char*> a, ev;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    for (const auto& s : envs) ev.push_back(const_cast<char*>(s.c_str()));
+    ev.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (posix_spawn(&pid_, a[0], &fa, nullptr, a.data(), ev.data()) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~BackgroundProcess() {
+    if (pid_ > 0 && exit_code_ < 0) {
+      ::kill(pid_, SIGKILL);
+      int st = 0;
+      ::waitpid(pid_, &st, 0);
+    }
+  }
+  BackgroundProcess(const BackgroundProcess&) = delete;
+  BackgroundProcess& operator=(const BackgroundProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // The exit code (128 + signal when killed), or -1 when it is still running
+  // after `timeout`.
+  int wait(std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (exit_code_ < 0) {
+      int st = 0;
+      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+        exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return exit_code_;
+  }
+  std::string err() const { return read_file(err_); }
+
+ private:
+  pid_t pid_ = -1;
+  int exit_code_ = -1;
+  std::string out_, err_;
+};
+
+// Whether `pid` has ended: no such process, or a zombie nobody reaped yet.
+inline bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return true;
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  size_t close = stat.rfind(')');
+  return stat.empty() || (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z');
 }
 
 // Names in /dev/shm that start with `prefix`.
