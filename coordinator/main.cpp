@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     Config config = load_config(cl.config_path, cl.overrides);
+    set_grace_period(std::chrono::milliseconds(static_cast<int64_t>(config.faults.grace_period * 1000)));
     if (cl.subcommand == "plan") return run_plan(config, PlanOptions{cl.json, cl.predict.batch});
     resolve_gpu_placement(config, cl.run, std::cerr);
     std::string job = cl.subcommand.empty() ? config.job : cl.subcommand;

@@ -364,7 +364,6 @@ class Trainer {
 }  // namespace
 
 int run_train(const Config& config, const RunOptions& options) {
-  set_grace_period(std::chrono::milliseconds(static_cast<int64_t>(config.faults.grace_period * 1000)));
   Trainer trainer(config, options);
   return trainer.run();
 }

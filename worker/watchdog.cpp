@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
 #include "transport/control_channel.h"
 #include "transport/run_cleanup.h"
@@ -26,12 +27,17 @@ Watchdog::~Watchdog() {
 }
 
 void Watchdog::loop() {
-  // Its own socket: ZeroMQ sockets belong to one thread.
-  ControlClient client(ctx_, endpoint_, device_ + "/watchdog", /*linger_ms=*/0);
+  // Its own socket: ZeroMQ sockets belong to one thread. Without one the
+  // watchdog still watches the coordinator.
+  std::unique_ptr<ControlClient> client;
+  try {
+    client = std::make_unique<ControlClient>(ctx_, endpoint_, device_ + "/watchdog", /*linger_ms=*/0);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: watchdog sends no heartbeats: %s\n", device_.c_str(), e.what());
+  }
   while (!stop_.load()) {
     if (::getppid() != coordinator_) {
-      // Only async-signal-safe-ish work from here: the main thread may hold
-      // any lock. Removing files and _exit need none of ours.
+      // The main thread may be blocked anywhere; nothing here waits for it.
       std::fprintf(stderr, "%s: the coordinator (pid %d) is gone: removing the run's files and exiting\n",
                    device_.c_str(), static_cast<int>(coordinator_));
       remove_run_files(run_prefix_, run_dir_);
@@ -48,7 +54,7 @@ void Watchdog::loop() {
       wire::copy_name(hb.activity, "setting up");
     }
     try {
-      (void)client.try_send(wire::frame(wire::MsgType::kHeartbeat, hb));
+      if (client) (void)client->try_send(wire::frame(wire::MsgType::kHeartbeat, hb));
     } catch (const zmq::error_t&) {
       // A heartbeat that cannot go is dropped; the parent check decides.
     }
