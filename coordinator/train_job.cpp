@@ -283,6 +283,8 @@ class Trainer {
   // trained, stop the workers, say how to continue.
   int stop(WorkerGroup& group, int64_t start_step) {
     const int sig = interrupt_signal();
+    // A second signal before this point means: no checkpoint, stop now.
+    if (abort_requested()) throw_runtime("aborted before writing the checkpoint of step " + std::to_string(step_));
     if (step_ > start_step && last_saved_step_ != step_) save(group);
     group.shutdown();
     JsonObject j;
