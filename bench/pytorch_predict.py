@@ -14,7 +14,6 @@ Prints one line: "<runtime> <version> images/s=<x> seconds=<s> labels_crc=<c>"
 """
 import argparse
 import gzip
-import json
 import time
 import zlib
 
@@ -28,34 +27,15 @@ def test_images():
         return np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28).astype(np.float32) / 255
 
 
-def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + n])
-    data = raw[8 + n:]
-    return {k: np.frombuffer(data[t["data_offsets"][0]:t["data_offsets"][1]], dtype="<f4").reshape(t["shape"])
-            for k, t in header.items() if k != "__metadata__"}
-
-
 def torch_model(weights):
-    import torch
-    import torch.nn as nn
+    """The reference CNN of tests/python/torch_equivalence.py with devmap's weights."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+    from torch_equivalence import ReferenceCnn, read_safetensors
 
-    class Cnn(nn.Module):  # configs/fashion_mnist_cnn.yaml with devmap's op names
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 32, 5, padding=2)
-            self.conv2 = nn.Conv2d(32, 64, 5, padding=2)
-            self.fc1 = nn.Linear(3136, 1024)
-            self.logits = nn.Linear(1024, 10)
-
-        def forward(self, x):
-            x = nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
-            x = nn.functional.max_pool2d(torch.relu(self.conv2(x)), 2)
-            return self.logits(torch.relu(self.fc1(x.flatten(1))))
-
-    net = Cnn()
-    net.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in read_safetensors(weights).items()}, strict=True)
+    net = ReferenceCnn()
+    net.load_state_dict(read_safetensors(weights), strict=True)
     return net.eval()
 
 

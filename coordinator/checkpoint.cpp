@@ -81,12 +81,15 @@ void write_file(WorkerGroup& workers, const std::vector<ParamRef>& tensors, cons
 
 }  // namespace
 
-std::string state_path_for(const std::string& weights_path) {
+std::string checkpoint_base(const std::string& weights_path) {
   const std::string ext = ".safetensors";
-  std::string base = weights_path.size() > ext.size() && weights_path.ends_with(ext)
-                         ? weights_path.substr(0, weights_path.size() - ext.size())
-                         : weights_path;
-  return base + ".state.safetensors";
+  return weights_path.size() > ext.size() && weights_path.ends_with(ext)
+             ? weights_path.substr(0, weights_path.size() - ext.size())
+             : weights_path;
+}
+
+std::string state_path_for(const std::string& weights_path) {
+  return checkpoint_base(weights_path) + ".state.safetensors";
 }
 
 namespace {

@@ -21,6 +21,8 @@ struct TrainingState {
   uint64_t seed = 0;
 };
 
+// "x/model.safetensors" -> "x/model" (a path without the extension stays).
+std::string checkpoint_base(const std::string& weights_path);
 // "x/model.safetensors" -> "x/model.state.safetensors".
 std::string state_path_for(const std::string& weights_path);
 

@@ -1,6 +1,5 @@
 #include "coordinator/checkpoint_store.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <filesystem>
 
 #include "coordinator/checkpoint.h"
+#include "coordinator/stale_runs.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 
@@ -29,7 +29,7 @@ std::optional<int64_t> parse_step(const std::string& s) {
 }  // namespace
 
 CheckpointStore::CheckpointStore(std::string path, int64_t keep) : path_(std::move(path)), keep_(keep) {
-  base_ = path_.size() > kExt.size() && path_.ends_with(kExt) ? path_.substr(0, path_.size() - kExt.size()) : path_;
+  base_ = checkpoint_base(path_);
   fs::path p(base_);
   dir_ = p.has_parent_path() ? p.parent_path().string() : ".";
   stem_ = p.filename().string();
@@ -140,8 +140,7 @@ void CheckpointStore::commit(int64_t step) {
     size_t t = name.rfind(".tmp-");
     if (name.rfind(prefix, 0) != 0 || t == std::string::npos) continue;
     auto pid = parse_step(name.substr(t + 5));
-    if (pid && *pid != ::getpid() && ::kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH)
-      fs::remove(entry.path(), ec);
+    if (pid && *pid != ::getpid() && pid_gone(static_cast<int>(*pid))) fs::remove(entry.path(), ec);
   }
 }
 

@@ -10,6 +10,7 @@
 #include "coordinator/signals.h"
 #include "coordinator/stale_runs.h"
 #include "coordinator/step_estimate.h"
+#include "core/format_bytes.h"
 #include "transport/edge_plan.h"
 #include "transport/run_names.h"
 
@@ -29,16 +30,6 @@ std::string find_worker_program(const RunOptions& options, DeviceKind kind) {
     throw_runtime("cannot find the worker program " + p.string() + " (build it, or set DEVMAP_WORKER_DIR)");
   return p.string();
 }
-
-namespace {
-
-std::string mib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1024.0 * 1024.0));
-  return buf;
-}
-
-}  // namespace
 
 void check_devices(const Config& config, const Partition& partition) {
   int threads = 0;
@@ -79,12 +70,12 @@ void log_placement(const Config& config, const Partition& partition, int64_t bat
     }
     os << "  " << e.name << (e.backward ? " (gradient)" : "") << " " << e.per_sample.with_batch(batch).to_string()
        << ": " << e.producer << " -> " << to << ", " << e.bytes(batch) << " bytes ("
-       << mib(static_cast<double>(e.bytes(batch))) << ") per step\n";
+       << format_bytes(static_cast<uint64_t>(e.bytes(batch))) << ") per step\n";
   }
   if (!totals.empty()) os << "bytes crossing per step:\n";
   for (const auto& [pair, bytes] : totals)
-    os << "  " << pair.first << " -> " << pair.second << ": " << bytes << " bytes (" << mib(static_cast<double>(bytes))
-       << ")\n";
+    os << "  " << pair.first << " -> " << pair.second << ": " << bytes << " bytes ("
+       << format_bytes(static_cast<uint64_t>(bytes)) << ")\n";
 }
 
 namespace {

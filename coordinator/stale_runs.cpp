@@ -21,20 +21,16 @@ int run_owner_pid(const std::string& name) {
   return std::atoi(name.substr(i, j - i).c_str());
 }
 
-namespace {
-
-bool owner_gone(int pid) {
+bool pid_gone(int pid) {
   return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
 }
-
-}  // namespace
 
 std::vector<std::string> remove_stale_runs(const std::string& shm_dir, const std::string& tmp_dir) {
   std::vector<std::string> removed;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(shm_dir, ec)) {
     std::string name = entry.path().filename().string();
-    if (owner_gone(run_owner_pid(name)) && ShmSegment::remove(name)) removed.push_back(entry.path().string());
+    if (pid_gone(run_owner_pid(name)) && ShmSegment::remove(name)) removed.push_back(entry.path().string());
   }
   std::string tmp = tmp_dir;
   if (tmp.empty()) {
@@ -43,7 +39,7 @@ std::vector<std::string> remove_stale_runs(const std::string& shm_dir, const std
   }
   for (const auto& entry : fs::directory_iterator(tmp, ec)) {
     std::string name = entry.path().filename().string();
-    if (!entry.is_directory(ec) || !owner_gone(run_owner_pid(name))) continue;
+    if (!entry.is_directory(ec) || !pid_gone(run_owner_pid(name))) continue;
     if (fs::remove_all(entry.path(), ec) > 0) removed.push_back(entry.path().string());
   }
   return removed;

@@ -13,6 +13,9 @@ namespace devmap {
 // when the name is not a run's.
 int run_owner_pid(const std::string& name);
 
+// Whether no process `pid` exists (a positive pid only).
+bool pid_gone(int pid);
+
 // Removes the leftovers of dead owners; returns what was removed.
 std::vector<std::string> remove_stale_runs(const std::string& shm_dir = "/dev/shm", const std::string& tmp_dir = "");
 

@@ -228,7 +228,6 @@ void WorkerGroup::send(const wire::Step& step) {
     w->result_pending = true;
     mark_pending(*w, expected);
   }
-  pending_step_ = step.step;
   pending_ = step;
 }
 
@@ -237,13 +236,13 @@ StepResult WorkerGroup::collect() {
   size_t pending = workers_.size();
   while (pending > 0) {
     // Numbered from 1, as the progress bar and the metrics count.
-    PeerMessage m = await(((pending_.flags & wire::kTrain) ? "step " : "batch ") + std::to_string(pending_step_ + 1));
+    PeerMessage m = await(((pending_.flags & wire::kTrain) ? "step " : "batch ") + std::to_string(pending_.step + 1));
     Worker& w = by_peer(m.peer);
     if (m.message.type != wire::MsgType::kStepDone || !w.result_pending)
       fail_worker(w, std::string("sent an unexpected ") + wire::msg_type_name(m.message.type));
     auto done = m.message.as<wire::StepDone>(/*allow_tail=*/true);
-    if (done.step != pending_step_)
-      fail_worker(w, "answered step " + std::to_string(done.step) + " instead of " + std::to_string(pending_step_));
+    if (done.step != pending_.step)
+      fail_worker(w, "answered step " + std::to_string(done.step) + " instead of " + std::to_string(pending_.step));
     wire::check_body_size(m.message, sizeof done + done.param_stats * sizeof(wire::ParamStat), false);
     w.result_pending = false;
     w.busy = false;

@@ -110,13 +110,12 @@ class WorkerGroup {
   RunResources& run_;
   FaultPolicy policy_;
   std::function<bool()> abort_;
-  double slowness_ = 0;  // the largest measured / planned time of a step so far (0: none measured)
-  wire::Step pending_{};
+  double slowness_ = 0;   // the largest measured / planned time of a step so far (0: none measured)
+  wire::Step pending_{};  // the step in flight (step -1: none yet)
   zmq::context_t ctx_;
   std::unique_ptr<ControlServer> server_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<WorkerInfo> info_;
-  int64_t pending_step_ = -1;
 };
 
 }  // namespace devmap

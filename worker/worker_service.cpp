@@ -99,7 +99,7 @@ double l2_norm(const float* v, int64_t n) {
 
 class Worker {
  public:
-  Worker(zmq::context_t& ctx, const WorkerRuntime& rt, WorkerPlan plan, pid_t parent)
+  Worker(zmq::context_t& ctx, const WorkerRuntime& rt, WorkerPlan plan)
       : plan_(std::move(plan)), segment_(ShmSegment::open(plan_.input_segment)) {
     if (segment_.size() < plan_.layout.total_bytes())
       throw_runtime("input segment " + plan_.input_segment + " is smaller than its layout");
@@ -119,9 +119,8 @@ class Worker {
     std::vector<ChannelEdge> edges = channel_edges(partition_, plan_.run_prefix, plan_.max_batch, plan_.device);
     if (!edges.empty())
       channel_ =
-          std::make_unique<ShmChannel>(ctx, plan_.device, data_endpoints(partition_, plan_.run_dir), edges, [parent] {
-            if (::getppid() != parent) throw_runtime("the coordinator (pid " + std::to_string(parent) + ") is gone");
-          });
+          // No idle hook: the watchdog ends the process if the coordinator goes.
+          std::make_unique<ShmChannel>(ctx, plan_.device, data_endpoints(partition_, plan_.run_dir), edges, nullptr);
     if (channel_) {
       for (const ShmChannel::Region& r : channel_->regions()) {
         // A CPU worker's slots are its memory: those it writes count against
@@ -342,7 +341,7 @@ void serve(const Args& args, const WorkerRuntime& rt) {
           if (worker) throw_runtime("a second PLAN");
           WorkerPlan plan = decode_worker_plan(m.body);
           watchdog = std::make_unique<Watchdog>(ctx, args.endpoint, args.device, parent, plan.run_prefix, plan.run_dir);
-          worker = std::make_unique<Worker>(ctx, rt, std::move(plan), parent);
+          worker = std::make_unique<Worker>(ctx, rt, std::move(plan));
           watchdog->watch(&worker->executor());
           client.send(wire::frame(wire::MsgType::kReady, worker->ready(rt)));
           break;
