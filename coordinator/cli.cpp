@@ -36,7 +36,9 @@ Options:
                     the bytes per step between each pair of devices
   --profile         time every op in the workers: per op and direction,
                     calls, total ms and GFLOP/s, printed at the end and
-                    written to the metrics as "profile" lines
+                    written to the metrics as "profile" lines (FLOPs as
+                    the op defines them: a Winograd conv2d shows its
+                    effective rate)
   --resume          (train) continue from train.checkpoint and the training
                     state beside it: weights, optimizer state and step; the
                     losses continue as if the run had never stopped, under

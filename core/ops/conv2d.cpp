@@ -1,6 +1,7 @@
 // conv2d: NCHW input, OIHW weight, square kernel, symmetric zero padding.
 #include <algorithm>
 
+#include "core/ops/conv2d_cpu_layout.h"
 #include "core/ops/schema_util.h"
 #include "core/ops/schemas.h"
 
@@ -16,6 +17,8 @@ OpSchema conv2d_schema() {
       {"stride", AttrType::kInt, false, int64_t{1}, 1, "stride in both directions"},
       {"padding", AttrType::kInt, false, int64_t{0}, 0, "zero padding on each side"},
       {"bias", AttrType::kBool, false, true, 0, "add a learned bias per output channel"},
+      {"algorithm", AttrType::kString, false, std::string("auto"), 0,
+       "CPU algorithm: auto, gemm (im2col + GEMM) or winograd (stride 1, kernel 3-5)"},
   };
   s.infer_shape = [](const Attrs& a, const std::vector<Shape>& in) {
     require_rank(in[0], 3, "conv2d input");
@@ -26,7 +29,10 @@ OpSchema conv2d_schema() {
                     std::to_string(k) + ") is too large");
     int64_t oh = window_out(in[0][1], k, st, p, in[0], "kernel");
     int64_t ow = window_out(in[0][2], k, st, p, in[0], "kernel");
-    return Shape{a.get_int("filters"), oh, ow};
+    Shape out{a.get_int("filters"), oh, ow};
+    // An unknown or impossible algorithm is a config error, found here.
+    resolve_conv_algorithm(parse_conv_algorithm(a.get_string("algorithm")), ConvGeometry::of(a, in[0], out));
+    return out;
   };
   s.params = [](const Attrs& a, const std::vector<Shape>& in) {
     int64_t k = a.get_int("kernel"), c = in[0][0], o = a.get_int("filters");
@@ -39,22 +45,18 @@ OpSchema conv2d_schema() {
     return 2.0 * static_cast<double>(out.numel()) * static_cast<double>(in[0][0] * k * k);
   };
   s.backward_flops_factor = 2.0;
-  // The scratch a conv2d kernel may use (kernels/cpu/conv2d.h lays its
-  // own out exactly so; the GPU's cuDNN algorithms are chosen to fit): up
-  // to 8 lanes of consecutive samples, each with the im2col matrix of a
-  // group of samples (about 64 KiB, at least one sample), the GEMM result
-  // of a group when it holds several samples, and a partial weight gradient.
+  // The scratch the CPU conv2d kernel uses (core/ops/conv2d_cpu_layout.h
+  // lays it out; the GPU's cuDNN algorithms are chosen to fit): up to 8
+  // lanes of consecutive samples, each with the scratch of its algorithm.
   s.workspace_bytes = [](const Attrs& a, const std::vector<Shape>& in, const Shape& out, int64_t batch) {
-    const int64_t k = a.get_int("kernel"), patch = in[0][0] * k * k, positions = out[1] * out[2];
-    const int64_t filters = a.get_int("filters");
-    const int64_t sample_cols = patch * positions;  // floats
-    const int64_t group = std::max<int64_t>(1, (int64_t{16} << 10) / std::max<int64_t>(sample_cols, 1));
-    // In double: absurd shapes give an absurd figure, never an overflow.
-    const double lane = static_cast<double>(sample_cols) * static_cast<double>(group) +
-                        (group > 1 ? static_cast<double>(filters * group * positions) : 0.0) +
-                        static_cast<double>(filters) * static_cast<double>(patch);
-    const double bytes = static_cast<double>(std::clamp<int64_t>(batch, 1, 8)) * lane * 4;
-    return bytes < 0x1p62 ? static_cast<uint64_t>(bytes) : uint64_t{1} << 62;
+    const ConvGeometry g = ConvGeometry::of(a, in[0], out);
+    // Absurd shapes (never allocated) get an absurd figure, never an overflow.
+    const double rough = static_cast<double>(g.patch()) * static_cast<double>(g.positions() + g.filters) +
+                         64.0 * static_cast<double>(g.channels + g.filters) *
+                             static_cast<double>(std::max(g.positions(), g.in_plane()) + g.filters);
+    if (rough * 16 > 0x1p58) return uint64_t{1} << 62;
+    const ConvAlgorithm algorithm = resolve_conv_algorithm(parse_conv_algorithm(a.get_string("algorithm")), g);
+    return conv_cpu_workspace_bytes(g, algorithm, std::clamp<int64_t>(batch, 1, 8));
   };
   return s;
 }

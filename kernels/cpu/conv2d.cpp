@@ -7,27 +7,17 @@
 
 #include "core/error.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/conv2d_winograd.h"
+#include "kernels/cpu/im2col.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/reduce.h"
 
 namespace devmap::cpu {
 namespace {
 
-int64_t group_of(const ConvGeometry& g) {
-  const size_t per_sample = static_cast<size_t>(g.patch() * g.positions()) * sizeof(float);
-  return std::max<int64_t>(1, static_cast<int64_t>(Conv2dKernel::kGroupColsBytes / std::max<size_t>(per_sample, 1)));
+ConvGeometry geometry_of(const Node& node) {
+  return ConvGeometry::of(node.attrs, node.input_shapes[0], node.out_shape);
 }
-
-// Floats of one lane's workspace, and where its parts start.
-struct LaneLayout {
-  int64_t group, cols, block, dw, total;
-  explicit LaneLayout(const ConvGeometry& g) : group(group_of(g)) {
-    cols = 0;
-    block = cols + g.patch() * group * g.positions();
-    dw = block + (group > 1 ? g.filters * group * g.positions() : 0);
-    total = dw + g.filters * g.patch();
-  }
-};
 
 // Throws when the executor handed us less than workspace_bytes() asked for.
 void check_workspace(const Node& node, size_t need, const KernelContext& ctx) {
@@ -36,11 +26,6 @@ void check_workspace(const Node& node, size_t need, const KernelContext& ctx) {
                   " bytes is smaller than the " + std::to_string(need) +
                   " bytes workspace_bytes() asked for (executor bug)");
   }
-}
-
-// Samples [begin, end) of lane l of `lanes` over `batch` samples.
-std::pair<int64_t, int64_t> lane_range(int64_t batch, int64_t lanes, int64_t l) {
-  return {l * batch / lanes, (l + 1) * batch / lanes};
 }
 
 // im2col of samples [n0, n0+count) of x into cols [C*K*K, count*OH*OW].
@@ -57,21 +42,27 @@ int64_t Conv2dKernel::lanes(int64_t batch) const {
   return std::clamp<int64_t>(batch, 1, max_lanes_);
 }
 
-int64_t Conv2dKernel::group_samples(const Node& node) {
-  return group_of(ConvGeometry::of(node));
+ConvAlgorithm Conv2dKernel::algorithm(const Node& node) const {
+  const ConvAlgorithm requested =
+      algorithm_ != ConvAlgorithm::kAuto ? algorithm_ : parse_conv_algorithm(node.attrs.get_string("algorithm"));
+  return resolve_conv_algorithm(requested, geometry_of(node));
 }
 
-size_t Conv2dKernel::lane_bytes(const Node& node) {
-  return static_cast<size_t>(LaneLayout(ConvGeometry::of(node)).total) * sizeof(float);
+int64_t Conv2dKernel::group_samples(const Node& node) {
+  return GemmConvLayout(geometry_of(node)).group;
+}
+
+size_t Conv2dKernel::lane_bytes(const Node& node) const {
+  return conv_cpu_workspace_bytes(geometry_of(node), algorithm(node), 1) -
+         conv_cpu_workspace_bytes(geometry_of(node), algorithm(node), 0);
 }
 
 size_t Conv2dKernel::workspace_bytes(const Node& node, int64_t batch) const {
-  return static_cast<size_t>(lanes(batch)) * lane_bytes(node);
+  return conv_cpu_workspace_bytes(geometry_of(node), algorithm(node), lanes(batch));
 }
 
 void Conv2dKernel::forward(const ForwardArgs& args) {
-  const ConvGeometry g = ConvGeometry::of(args.node);
-  const LaneLayout lay(g);
+  const ConvGeometry g = geometry_of(args.node);
   const int64_t batch = args.inputs[0].shape[0];
   assert(args.output.shape == args.node.out_shape_for(batch));
   const int64_t lane_count = lanes(batch), p = g.positions(), o_n = g.filters;
@@ -80,12 +71,17 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
   const float* w = args.params[0].data;
   const float* bias = args.params.size() > 1 ? args.params[1].data : nullptr;
   float* y = args.output.data;
+  if (algorithm(args.node) == ConvAlgorithm::kWinograd) {
+    WinogradConv(g).forward(args.ctx.pool, batch, lane_count, x, w, bias, y, args.ctx.workspace);
+    return;
+  }
+  const GemmConvLayout lay(g);
 
   parallel_for(args.ctx.pool, lane_count, [&](int64_t l0, int64_t l1) {
     for (int64_t l = l0; l < l1; ++l) {
-      float* ws = args.ctx.workspace + l * lay.total;
+      float* ws = args.ctx.workspace + l * lay.lane;
       float* cols = ws + lay.cols;
-      const auto [begin, end] = lane_range(batch, lane_count, l);
+      const auto [begin, end] = split_range(batch, lane_count, l);
       for (int64_t n0 = begin; n0 < end; n0 += lay.group) {
         const int64_t count = std::min(lay.group, end - n0), ld = count * p;
         im2col_group(g, x, n0, count, cols);
@@ -117,8 +113,7 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
 }
 
 void Conv2dKernel::backward(const BackwardArgs& args) {
-  const ConvGeometry g = ConvGeometry::of(args.node);
-  const LaneLayout lay(g);
+  const ConvGeometry g = geometry_of(args.node);
   const int64_t batch = args.d_output.shape[0];
   const int64_t lane_count = lanes(batch), p = g.positions(), o_n = g.filters;
   const float* dy = args.d_output.data;
@@ -141,12 +136,20 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
   check_workspace(args.node, workspace_bytes(args.node, batch), args.ctx);
   const float* x = args.inputs[0].data;
   const float* w = args.params[0].data;
+  if (algorithm(args.node) == ConvAlgorithm::kWinograd) {
+    const WinogradConv wino(g);
+    if (dw != nullptr)
+      wino.backward_weights(args.ctx.pool, batch, lane_count, x, dy, dw, args.accumulate, args.ctx.workspace);
+    if (dx != nullptr) wino.backward_input(args.ctx.pool, batch, lane_count, dy, w, dx, args.ctx.workspace);
+    return;
+  }
+  const GemmConvLayout lay(g);
   parallel_for(args.ctx.pool, lane_count, [&](int64_t l0, int64_t l1) {
     for (int64_t l = l0; l < l1; ++l) {
-      float* ws = args.ctx.workspace + l * lay.total;
+      float* ws = args.ctx.workspace + l * lay.lane;
       float* cols = ws + lay.cols;
       float* dw_lane = ws + lay.dw;
-      const auto [begin, end] = lane_range(batch, lane_count, l);
+      const auto [begin, end] = split_range(batch, lane_count, l);
       for (int64_t n0 = begin; n0 < end; n0 += lay.group) {
         const int64_t count = std::min(lay.group, end - n0), ld = count * p;
         // The group's dy as a matrix [O, count*P]: dy[n0] itself for one sample.
@@ -181,7 +184,7 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
   parallel_for_elements(args.ctx.pool, n_w, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       float s = args.accumulate ? dw[i] + args.ctx.workspace[lay.dw + i] : args.ctx.workspace[lay.dw + i];
-      for (int64_t l = 1; l < lane_count; ++l) s += args.ctx.workspace[l * lay.total + lay.dw + i];
+      for (int64_t l = 1; l < lane_count; ++l) s += args.ctx.workspace[l * lay.lane + lay.dw + i];
       dw[i] = s;
     }
   });

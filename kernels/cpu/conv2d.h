@@ -1,12 +1,14 @@
-// conv2d on the CPU: im2col + single-threaded OpenBLAS sgemm per group of
-// samples, the batch split into a fixed number of lanes that run on the pool.
+// conv2d on the CPU, by one of two algorithms (core/ops/conv2d_cpu_layout.h):
+// im2col + single-threaded OpenBLAS sgemm per group of samples, or
+// Winograd (conv2d_winograd.h); the batch split into a fixed number of
+// lanes that run on the pool.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "core/kernel.h"
-#include "kernels/cpu/im2col.h"
+#include "core/ops/conv2d_cpu_layout.h"
 
 namespace devmap::cpu {
 
@@ -14,10 +16,13 @@ namespace devmap::cpu {
 // Backward: dW, db (overwritten, or added to when accumulate), dx (overwritten;
 // skipped when its view is null).
 //
+// The node's `algorithm` attribute (auto, gemm, winograd) picks the
+// algorithm; the kernel's own, when not kAuto, overrides it (tests).
+//
 // Work split. The batch is cut into L = lanes(batch) = min(batch, max_lanes)
 // lanes of consecutive samples (lane l holds samples [l*N/L, (l+1)*N/L)); the
 // pool runs whole lanes, so each lane is computed by one thread from start to
-// end. A lane walks its samples in groups of G = group_samples(node) (G is
+// end. The GEMM algorithm: a lane walks its samples in groups of G = group_samples(node) (G is
 // chosen so that a group's im2col matrix stays in a core's cache: one sample
 // for large convolutions, several for small ones). Per group:
 //   forward:  cols = im2col(x_g); y_g = W * cols (+ b), written straight to
@@ -27,34 +32,36 @@ namespace devmap::cpu {
 // The per-lane dW partials are then added in lane order (dW = [dW +] dW_0 +
 // dW_1 + ...) and db sums each filter's dy over samples, then positions, in
 // order. Every GEMM runs on one thread, so the result bits depend on the
-// inputs, the batch and max_lanes, never on the pool size.
+// inputs, the batch, max_lanes and the algorithm, never on the pool size.
 //
-// Workspace, per lane, as float32:
+// Workspace (GemmConvLayout), per lane, as float32:
 //   cols    [C*K*K, G*OH*OW]
 //   block   [O,     G*OH*OW]   only when G > 1
 //   dw      [O, C*K*K]         the lane's dW partial (backward)
-// workspace_bytes(node, batch) = lanes(batch) * lane_bytes(node): bounded
-// for any batch and monotone in it, so a workspace sized for the largest
-// micro-batch fits every smaller one.
+// WinogradConvLayout for Winograd. workspace_bytes(node, batch) = shared +
+// lanes(batch) * lane_bytes(node): bounded for any batch and monotone in
+// it, so a workspace sized for the largest micro-batch fits every smaller one.
 class Conv2dKernel final : public OpKernel {
  public:
   static constexpr int64_t kDefaultMaxLanes = 8;
-  // A group's im2col matrix is kept at or under this many bytes (at least one
-  // sample): OpenBLAS runs these shapes fastest one sample at a time.
-  static constexpr size_t kGroupColsBytes = size_t{64} << 10;
 
-  explicit Conv2dKernel(int64_t max_lanes = kDefaultMaxLanes) : max_lanes_(max_lanes < 1 ? 1 : max_lanes) {}
+  explicit Conv2dKernel(int64_t max_lanes = kDefaultMaxLanes, ConvAlgorithm algorithm = ConvAlgorithm::kAuto)
+      : max_lanes_(max_lanes < 1 ? 1 : max_lanes), algorithm_(algorithm) {}
 
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
   size_t workspace_bytes(const Node& node, int64_t batch) const override;
 
   int64_t lanes(int64_t batch) const;
+  // The algorithm this kernel runs for the node (never kAuto).
+  ConvAlgorithm algorithm(const Node& node) const;
+  // The GEMM algorithm's samples per group.
   static int64_t group_samples(const Node& node);
-  static size_t lane_bytes(const Node& node);
+  size_t lane_bytes(const Node& node) const;
 
  private:
   int64_t max_lanes_;
+  ConvAlgorithm algorithm_;
 };
 
 }  // namespace devmap::cpu

@@ -77,21 +77,6 @@ void col2im_padded(const ConvGeometry& g, const float* cols, int64_t ld, float* 
 
 }  // namespace
 
-ConvGeometry ConvGeometry::of(const Node& node) {
-  ConvGeometry g;
-  const Shape& in = node.input_shapes[0];
-  g.channels = in[0];
-  g.height = in[1];
-  g.width = in[2];
-  g.filters = node.attrs.get_int("filters");
-  g.kernel = node.attrs.get_int("kernel");
-  g.stride = node.attrs.get_int("stride");
-  g.padding = node.attrs.get_int("padding");
-  g.out_h = node.out_shape[1];
-  g.out_w = node.out_shape[2];
-  return g;
-}
-
 void im2col_plane(const ConvGeometry& g, const float* plane, float* cols, int64_t ld) {
   if (use_padded(g)) {
     im2col_padded(g, plane, cols, ld);

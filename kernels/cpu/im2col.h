@@ -4,21 +4,9 @@
 
 #include <cstdint>
 
-#include "core/graph.h"
+#include "core/ops/conv2d_cpu_layout.h"
 
 namespace devmap::cpu {
-
-// Sizes of a conv2d node (per sample).
-struct ConvGeometry {
-  int64_t channels = 0, height = 0, width = 0;  // input C, H, W
-  int64_t filters = 0, kernel = 0, stride = 1, padding = 0;
-  int64_t out_h = 0, out_w = 0;
-
-  static ConvGeometry of(const Node& node);
-  int64_t in_plane() const { return height * width; }
-  int64_t positions() const { return out_h * out_w; }           // OH*OW
-  int64_t patch() const { return channels * kernel * kernel; }  // C*K*K, the GEMM's inner dimension
-};
 
 // Columns layout: a row-major matrix [C*K*K, ld]. For one plane (sample s of
 // a chunk, channel c) `cols` points at row c*K*K, column s*OH*OW; the plane

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "core/thread_pool.h"
 
@@ -34,6 +35,12 @@ void parallel_for_elements(ThreadPool* pool, int64_t n, const Fn& fn, int64_t gr
   int64_t threads = pool == nullptr ? 1 : pool->size();
   int64_t blocks = std::clamp<int64_t>((n + grain - 1) / grain, 1, threads);
   parallel_for(pool, blocks, [&](int64_t b0, int64_t b1) { fn(b0 * n / blocks, b1 * n / blocks); });
+}
+
+// Part i of n items cut into `parts` runs of consecutive items whose sizes
+// differ by at most one: [i*n/parts, (i+1)*n/parts).
+inline std::pair<int64_t, int64_t> split_range(int64_t n, int64_t parts, int64_t i) {
+  return {i * n / parts, (i + 1) * n / parts};
 }
 
 }  // namespace devmap::cpu

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/im2col.h"
 #include "tests/kernels/test_util.h"
 
 namespace devmap::test {
@@ -85,7 +86,7 @@ TEST(Conv2d, HandComputedChannelsAndBatch) {
 TEST(Conv2d, Im2colAndCol2imMatchTheDefinition) {
   for (const auto& [size, kernel, stride, padding] :
        std::vector<std::array<int64_t, 4>>{{9, 3, 1, 1}, {28, 5, 1, 2}, {70, 3, 1, 1}, {9, 3, 2, 1}, {8, 2, 1, 0}}) {
-    cpu::ConvGeometry g;
+    ConvGeometry g;
     g.channels = 1;
     g.height = size;
     g.width = size + 1;
@@ -157,10 +158,10 @@ TEST(Conv2d, WorkspaceContract) {
   const Node node = make_node("conv2d", "c", {{3, 10, 10}}, {{"filters", int64_t{8}}, {"kernel", int64_t{3}}});
   // A sample's im2col matrix is 27 x 64 floats, so a group holds many samples.
   const int64_t group = Conv2dKernel::group_samples(node);
-  EXPECT_EQ(group, static_cast<int64_t>(Conv2dKernel::kGroupColsBytes / (27 * 64 * sizeof(float))));
+  EXPECT_EQ(group, static_cast<int64_t>(GemmConvLayout::kGroupColsBytes / (27 * 64 * sizeof(float))));
   const size_t lane = ((27 + 8) * group * 64 + 8 * 27) * sizeof(float);  // cols, block, dW partial
-  EXPECT_EQ(Conv2dKernel::lane_bytes(node), lane);
   Conv2dKernel eight;
+  EXPECT_EQ(eight.lane_bytes(node), lane);
   EXPECT_EQ(eight.lanes(1), 1);
   EXPECT_EQ(eight.lanes(5), 5);
   EXPECT_EQ(eight.lanes(64), 8);
@@ -176,7 +177,7 @@ TEST(Conv2d, WorkspaceContract) {
   const Node big = make_node("conv2d", "c", {{32, 14, 14}},
                              {{"filters", int64_t{64}}, {"kernel", int64_t{5}}, {"padding", int64_t{2}}});
   EXPECT_EQ(Conv2dKernel::group_samples(big), 1);
-  EXPECT_EQ(Conv2dKernel::lane_bytes(big), (800 * 196 + 64 * 800) * sizeof(float));
+  EXPECT_EQ(Conv2dKernel(8, ConvAlgorithm::kGemm).lane_bytes(big), (800 * 196 + 64 * 800) * sizeof(float));
 }
 
 TEST(Conv2d, TooSmallWorkspaceThrows) {

@@ -1,0 +1,100 @@
+#include "core/ops/conv2d_cpu_layout.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace devmap {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace
+
+ConvGeometry ConvGeometry::of(const Attrs& attrs, const Shape& in, const Shape& out) {
+  ConvGeometry g;
+  g.channels = in[0];
+  g.height = in[1];
+  g.width = in[2];
+  g.filters = attrs.get_int("filters");
+  g.kernel = attrs.get_int("kernel");
+  g.stride = attrs.get_int("stride");
+  g.padding = attrs.get_int("padding");
+  g.out_h = out[1];
+  g.out_w = out[2];
+  return g;
+}
+
+ConvAlgorithm parse_conv_algorithm(const std::string& name) {
+  if (name == "auto") return ConvAlgorithm::kAuto;
+  if (name == "gemm") return ConvAlgorithm::kGemm;
+  if (name == "winograd") return ConvAlgorithm::kWinograd;
+  throw_invalid("unknown conv2d algorithm '" + name + "' (known: auto, gemm, winograd)");
+}
+
+std::string winograd_unsupported(const ConvGeometry& g) {
+  if (g.stride != 1) return "stride " + std::to_string(g.stride) + " (needs 1)";
+  if (g.kernel < 3 || g.kernel > 5) return "kernel " + std::to_string(g.kernel) + " (needs 3, 4 or 5)";
+  if (g.padding >= g.kernel)
+    return "padding " + std::to_string(g.padding) + " (needs less than the kernel, " + std::to_string(g.kernel) + ")";
+  return {};
+}
+
+ConvAlgorithm resolve_conv_algorithm(ConvAlgorithm requested, const ConvGeometry& g) {
+  const std::string why_not = winograd_unsupported(g);
+  switch (requested) {
+    case ConvAlgorithm::kGemm: return ConvAlgorithm::kGemm;
+    case ConvAlgorithm::kWinograd:
+      if (!why_not.empty()) throw_invalid("conv2d algorithm winograd cannot run with " + why_not);
+      return ConvAlgorithm::kWinograd;
+    case ConvAlgorithm::kAuto: break;
+  }
+  // Few channels or filters make the transformed-domain GEMMs too thin to
+  // repay the transforms.
+  return why_not.empty() && g.channels >= 8 && g.filters >= 8 ? ConvAlgorithm::kWinograd : ConvAlgorithm::kGemm;
+}
+
+GemmConvLayout::GemmConvLayout(const ConvGeometry& g) {
+  const int64_t per_sample = g.patch() * g.positions();
+  group =
+      std::max<int64_t>(1, kGroupColsBytes / static_cast<int64_t>(sizeof(float)) / std::max<int64_t>(per_sample, 1));
+  cols = 0;
+  block = cols + g.patch() * group * g.positions();
+  dw = block + (group > 1 ? g.filters * group * g.positions() : 0);
+  lane = dw + g.filters * g.patch();
+}
+
+WinogradConvLayout::WinogradConvLayout(const ConvGeometry& g) {
+  r = static_cast<int>(g.kernel);
+  alpha = m + r - 1;
+  tiles_h = ceil_div(g.out_h, m);
+  tiles_w = ceil_div(g.out_w, m);
+  dx_tiles_h = ceil_div(g.height, m);
+  dx_tiles_w = ceil_div(g.width, m);
+  const int64_t per_sample = std::max(tiles_h * tiles_w, dx_tiles_h * dx_tiles_w);
+  group = std::max<int64_t>(1, kGroupTiles / std::max<int64_t>(per_sample, 1));
+  tiles_padded = ceil_div(group * per_sample, kVector) * kVector;
+  plane = std::max((tiles_h * m + r - 1) * (tiles_w * m + r - 1), (dx_tiles_h * m + r - 1) * (dx_tiles_w * m + r - 1));
+  const int64_t a2 = int64_t{alpha} * alpha;
+  shared = ceil_div(a2 * point_stride(g.filters, g.channels), kAlign) * kAlign;
+  planes = 0;
+  transformed = ceil_div(planes + (group + 1) * plane, kAlign) * kAlign;
+  dw = transformed + a2 * (point_stride(g.channels, tiles_padded) + point_stride(g.filters, tiles_padded));
+  lane = ceil_div(dw + a2 * point_stride(g.filters, g.channels), kAlign) * kAlign;
+}
+
+uint64_t conv_cpu_workspace_bytes(const ConvGeometry& g, ConvAlgorithm algorithm, int64_t lanes) {
+  int64_t shared = 0, lane = 0;
+  if (algorithm == ConvAlgorithm::kWinograd) {
+    const WinogradConvLayout lay(g);
+    shared = lay.shared;
+    lane = lay.lane;
+  } else {
+    lane = GemmConvLayout(g).lane;
+  }
+  return static_cast<uint64_t>(shared + lanes * lane) * sizeof(float);
+}
+
+}  // namespace devmap

@@ -1,0 +1,192 @@
+// The Winograd convolution: its matrices against the definition, the whole
+// kernel against the GEMM algorithm on the shapes it takes (odd sizes,
+// padding up to K-1, partial tiles, several lanes), its gradients, its
+// independence of the pool size, and which algorithm `auto` picks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/winograd.h"
+#include "tests/kernels/test_util.h"
+
+namespace devmap::test {
+namespace {
+
+using cpu::Conv2dKernel;
+
+// y = AT [(G g) * (BT d)] is the correlation y_i = sum_k g_k d_(i+k), for
+// every F(m, r) with alpha <= 8, in double from the rounded matrices.
+TEST(Winograd, MatricesComputeTheCorrelation) {
+  for (int m = 1; m <= 7; ++m)
+    for (int r = 1; m + r - 1 <= cpu::winograd::kMaxAlpha; ++r) {
+      const cpu::winograd::Matrices a = cpu::winograd::toom_cook(m, r);
+      ASSERT_EQ(a.alpha, m + r - 1);
+      const int n = a.alpha;
+      std::vector<double> g(static_cast<size_t>(r)), d(static_cast<size_t>(n)), prod(static_cast<size_t>(n));
+      for (int k = 0; k < r; ++k) g[k] = std::sin(1.0 + k);
+      for (int k = 0; k < n; ++k) d[k] = std::cos(2.0 + 3 * k);
+      for (int j = 0; j < n; ++j) {
+        double gg = 0, dd = 0;
+        for (int k = 0; k < r; ++k) gg += a.g[j * r + k] * g[k];
+        for (int k = 0; k < n; ++k) dd += a.bt[j * n + k] * d[k];
+        prod[j] = gg * dd;
+      }
+      for (int i = 0; i < m; ++i) {
+        double y = 0, want = 0;
+        for (int j = 0; j < n; ++j) y += a.at[i * n + j] * prod[j];
+        for (int k = 0; k < r; ++k) want += g[k] * d[i + k];
+        EXPECT_NEAR(y, want, 2e-6 * (1 + std::abs(want))) << "F(" << m << ", " << r << ") output " << i;
+      }
+    }
+}
+
+// The kernels use the compile-time matrices; F(r, m) shares bt with F(m, r),
+// so the weight gradient reuses the input transform.
+TEST(Winograd, CompileTimeMatricesAndSharedInputTransform) {
+  using cpu::winograd::kToomCook;
+  using cpu::winograd::toom_cook;
+  EXPECT_EQ((kToomCook<4, 5>.bt), toom_cook(4, 5).bt);
+  EXPECT_EQ((kToomCook<5, 4>.at), toom_cook(5, 4).at);
+  EXPECT_EQ((kToomCook<4, 3>.g), toom_cook(4, 3).g);
+  for (auto [m, r] : std::vector<std::array<int, 2>>{{4, 3}, {4, 5}, {4, 4}}) {
+    EXPECT_EQ(toom_cook(m, r).bt, toom_cook(r, m).bt);
+  }
+  // The familiar F(4, 3) input transform (Lavin and Gray, 2016).
+  const std::array<float, 6> first_row = {4, 0, -5, 0, 1, 0};
+  for (int j = 0; j < 6; ++j) EXPECT_EQ((kToomCook<4, 3>.bt[j]), first_row[j]);
+}
+
+Node conv_node(int64_t c, int64_t h, int64_t w, int64_t filters, int64_t kernel, int64_t padding, bool bias = true) {
+  return make_node("conv2d", "c", {{c, h, w}},
+                   {{"filters", filters}, {"kernel", kernel}, {"padding", padding}, {"bias", bias}});
+}
+
+void randomize(OpHarness& h, uint64_t seed) {
+  for (size_t i = 0; i < h.inputs.size(); ++i) fill_uniform(span_of(h.inputs[i]), seed + i, -1.0f, 1.0f);
+  for (size_t i = 0; i < h.params.size(); ++i) fill_uniform(span_of(h.params[i]), seed + 100 + i, -1.0f, 1.0f);
+  fill_uniform(span_of(h.d_output), seed + 200, -1.0f, 1.0f);
+}
+
+// |a - b| <= tol * (1 + max |b|) elementwise; returns the worst relative error.
+double expect_close(const Buffer& a, const Buffer& b, double tol, const std::string& what) {
+  double scale = 0, worst = 0;
+  for (int64_t i = 0; i < b.size(); ++i) scale = std::max(scale, static_cast<double>(std::abs(b.data()[i])));
+  for (int64_t i = 0; i < b.size(); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(a.data()[i]) - b.data()[i]) / (1 + scale));
+  EXPECT_LE(worst, tol) << what;
+  return worst;
+}
+
+// Forward, dx, dW (overwritten and accumulated) and db of Winograd against GEMM.
+void expect_matches_gemm(const Node& node, int64_t batch, int64_t max_lanes, int threads) {
+  SCOPED_TRACE(node.input_shapes[0].to_string() + " -> " + node.out_shape.to_string() + " k" +
+               std::to_string(node.attrs.get_int("kernel")) + " p" + std::to_string(node.attrs.get_int("padding")) +
+               " batch " + std::to_string(batch) + " lanes " + std::to_string(max_lanes));
+  OpHarness gemm(node, batch, threads, std::make_unique<Conv2dKernel>(max_lanes, ConvAlgorithm::kGemm));
+  OpHarness wino(node, batch, threads, std::make_unique<Conv2dKernel>(max_lanes, ConvAlgorithm::kWinograd));
+  for (OpHarness* h : {&gemm, &wino}) {
+    randomize(*h, 21);
+    h->forward();
+    h->backward();
+  }
+  // Sums over C*K*K (forward, dx) or batch*OH*OW (dW) terms of products of
+  // values in [-1, 1]: rounding differs by about 1e-6 of the largest output.
+  constexpr double kTol = 2e-5;
+  expect_close(wino.output, gemm.output, kTol, "y");
+  expect_close(wino.d_inputs[0], gemm.d_inputs[0], kTol, "dx");
+  expect_close(wino.d_params[0], gemm.d_params[0], kTol, "dW");
+  if (wino.d_params.size() > 1) {
+    EXPECT_TRUE(same_bits(wino.d_params[1], gemm.d_params[1])) << "db";
+  }
+  const std::vector<float> dw = to_vector(wino.d_params[0]);
+  wino.backward(/*accumulate=*/true);
+  for (size_t i = 0; i < dw.size(); ++i) ASSERT_EQ(wino.d_params[0].data()[i], dw[i] + dw[i]) << "accumulated dW " << i;
+}
+
+TEST(ConvWinograd, MatchesGemm) {
+  expect_matches_gemm(conv_node(32, 14, 14, 64, 5, 2), 5, 8, 2);       // the reference model's conv2
+  expect_matches_gemm(conv_node(8, 9, 11, 8, 3, 1), 3, 8, 1);          // partial tiles, H != W
+  expect_matches_gemm(conv_node(8, 7, 7, 16, 3, 0), 13, 3, 2);         // no padding; lanes of 4-5 samples
+  expect_matches_gemm(conv_node(16, 6, 5, 8, 5, 4), 2, 8, 1);          // padding K-1: the input gradient pads by 0
+  expect_matches_gemm(conv_node(8, 10, 10, 8, 4, 1), 2, 8, 1);         // an even kernel (F(4, 4))
+  expect_matches_gemm(conv_node(9, 13, 3, 10, 3, 2, false), 4, 8, 2);  // odd channels and filters, no bias
+  // More samples than one group (WinogradConvLayout::kGroupTiles) in a lane.
+  expect_matches_gemm(conv_node(8, 8, 8, 8, 3, 1), 40, 2, 2);
+}
+
+TEST(ConvWinograd, Gradients) {
+  const Node node = conv_node(3, 6, 7, 4, 3, 1);
+  OpHarness h(node, 2, 1, std::make_unique<Conv2dKernel>(8, ConvAlgorithm::kWinograd));
+  randomize(h, 3);
+  expect_gradients(h, 31);
+  OpHarness k5(conv_node(2, 5, 6, 3, 5, 2, false), 2, 1, std::make_unique<Conv2dKernel>(8, ConvAlgorithm::kWinograd));
+  randomize(k5, 4);
+  expect_gradients(k5, 32);
+}
+
+TEST(ConvWinograd, PoolSizeDoesNotChangeTheBits) {
+  const Node node = conv_node(16, 14, 14, 16, 5, 2);
+  OpHarness one(node, 11, 1), two(node, 11, 2);
+  ASSERT_EQ(static_cast<Conv2dKernel&>(*one.kernel).algorithm(node), ConvAlgorithm::kWinograd);
+  for (OpHarness* h : {&one, &two}) {
+    randomize(*h, 5);
+    h->forward();
+    h->backward();
+  }
+  EXPECT_TRUE(same_bits(one.output, two.output));
+  EXPECT_TRUE(same_bits(one.d_inputs[0], two.d_inputs[0]));
+  EXPECT_TRUE(same_bits(one.d_params[0], two.d_params[0]));
+}
+
+TEST(ConvWinograd, AutoPicksWinogradWhereItAppliesAndPays) {
+  Conv2dKernel k;
+  EXPECT_EQ(k.algorithm(conv_node(32, 14, 14, 64, 5, 2)), ConvAlgorithm::kWinograd);
+  EXPECT_EQ(k.algorithm(conv_node(8, 9, 9, 8, 3, 1)), ConvAlgorithm::kWinograd);
+  EXPECT_EQ(k.algorithm(conv_node(1, 28, 28, 32, 5, 2)), ConvAlgorithm::kGemm);  // one channel
+  EXPECT_EQ(k.algorithm(conv_node(32, 14, 14, 4, 5, 2)), ConvAlgorithm::kGemm);  // four filters
+  EXPECT_EQ(k.algorithm(conv_node(32, 14, 14, 8, 1, 0)), ConvAlgorithm::kGemm);  // 1x1
+  EXPECT_EQ(k.algorithm(conv_node(32, 14, 14, 8, 7, 3)), ConvAlgorithm::kGemm);  // 7x7
+  EXPECT_EQ(k.algorithm(make_node("conv2d", "c", {{32, 14, 14}},
+                                  {{"filters", int64_t{8}}, {"kernel", int64_t{3}}, {"stride", int64_t{2}}})),
+            ConvAlgorithm::kGemm);
+  // The attribute overrides auto.
+  EXPECT_EQ(
+      k.algorithm(make_node("conv2d", "c", {{32, 14, 14}},
+                            {{"filters", int64_t{64}}, {"kernel", int64_t{5}}, {"algorithm", std::string("gemm")}})),
+      ConvAlgorithm::kGemm);
+  EXPECT_EQ(
+      k.algorithm(make_node("conv2d", "c", {{1, 14, 14}},
+                            {{"filters", int64_t{2}}, {"kernel", int64_t{3}}, {"algorithm", std::string("winograd")}})),
+      ConvAlgorithm::kWinograd);
+}
+
+TEST(ConvWinograd, ImpossibleOrUnknownAlgorithmIsAnInputError) {
+  try {
+    make_node("conv2d", "c", {{8, 14, 14}},
+              {{"filters", int64_t{8}},
+               {"kernel", int64_t{3}},
+               {"stride", int64_t{2}},
+               {"algorithm", std::string("winograd")}});
+    FAIL() << "stride 2 winograd was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(std::string(e.what()).find("stride 2 (needs 1)"), std::string::npos) << e.what();
+  }
+  try {
+    make_node("conv2d", "c", {{8, 14, 14}},
+              {{"filters", int64_t{8}}, {"kernel", int64_t{3}}, {"algorithm", std::string("fft")}});
+    FAIL() << "an unknown algorithm was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown conv2d algorithm 'fft' (known: auto, gemm, winograd)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace devmap::test
