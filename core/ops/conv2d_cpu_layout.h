@@ -64,7 +64,8 @@ struct WinogradConvLayout {
   static constexpr int64_t kSkew = 16;
   static int64_t point_stride(int64_t rows, int64_t cols) { return rows * cols + kSkew; }
   // The shared part and every lane start on 64-byte boundaries (given a
-  // 64-byte aligned workspace), and so do the transformed tiles' rows.
+  // 64-byte aligned workspace); the transformed tiles' rows then start on
+  // 32-byte ones (tiles_padded and kSkew are multiples of 8 floats).
   static constexpr int64_t kAlign = 16;
   int m = kTile, r = 0, alpha = 0;         // F(m x m, r x r), alpha = m + r - 1
   int64_t tiles_h = 0, tiles_w = 0;        // over the output (forward, weight gradient)

@@ -71,6 +71,7 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
   const float* w = args.params[0].data;
   const float* bias = args.params.size() > 1 ? args.params[1].data : nullptr;
   float* y = args.output.data;
+  if (batch == 0) return;
   if (algorithm(args.node) == ConvAlgorithm::kWinograd) {
     WinogradConv(g).forward(args.ctx.pool, batch, lane_count, x, w, bias, y, args.ctx.workspace);
     return;
@@ -132,6 +133,10 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
     });
   }
   if (dw == nullptr && dx == nullptr) return;
+  if (batch == 0) {  // no samples: a zero weight gradient (the lanes would leave theirs unwritten)
+    if (dw != nullptr && !args.accumulate) std::fill(dw, dw + o_n * g.patch(), 0.0f);
+    return;
+  }
 
   check_workspace(args.node, workspace_bytes(args.node, batch), args.ctx);
   const float* x = args.inputs[0].data;

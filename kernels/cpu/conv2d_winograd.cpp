@@ -19,8 +19,8 @@ using Table = std::array<float, winograd::kMaxAlpha * winograd::kMaxAlpha>;
 
 // The transforms below are compiled twice on x86-64, for AVX2 and for the
 // baseline, and the loader picks one (GCC's target_clones); both compute
-// the same bits (no fused multiply-adds: ISO C++ mode keeps
-// -ffp-contract=off).
+// the same bits (the project compiles with -ffp-contract=off, so neither
+// fuses multiply-adds).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define DEVMAP_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
 #else
@@ -99,6 +99,9 @@ void check_aligned(const float* workspace) {
 [[noreturn]] void unsupported(int kernel) {
   throw_runtime("winograd: no transforms compiled for kernel " + std::to_string(kernel));
 }
+
+static_assert(WinogradConvLayout::kVector == kLanes, "the layout pads tiles to whole vectors");
+static_assert(WinogradConvLayout::kTile + 5 - 1 <= winograd::kMaxAlpha, "kernel 5 must fit the largest tile");
 
 // Runs `call` with `constexpr int K` set to the kernel size (3, 4 or 5, the
 // sizes winograd_unsupported() lets through), then returns.
@@ -313,16 +316,12 @@ DEVMAP_SIMD_CLONES void finish_weights(int kernel, const float* parts, int64_t s
 
 }  // namespace
 
-WinogradConv::WinogradConv(const ConvGeometry& g)
-    : g_(g),
-      lay_(g),
-      fwd_(winograd::toom_cook(WinogradConvLayout::kTile, static_cast<int>(g.kernel))),
-      wgt_(winograd::toom_cook(static_cast<int>(g.kernel), WinogradConvLayout::kTile)) {}
+WinogradConv::WinogradConv(const ConvGeometry& g) : g_(g), lay_(g), kernel_(static_cast<int>(g.kernel)) {}
 
 void WinogradConv::correlate(const Pass& p, ThreadPool* pool, int64_t batch, int64_t lanes, const float* in,
                              const float* bias, float* out, float* workspace) const {
   const float* u = workspace;  // from transform_filters
-  const int64_t points = int64_t{fwd_.alpha} * fwd_.alpha, in_plane = p.in_h * p.in_w;
+  const int64_t points = int64_t{lay_.alpha} * lay_.alpha, in_plane = p.in_h * p.in_w;
   const int64_t out_plane = p.out_h * p.out_w;
   const int64_t su = WinogradConvLayout::point_stride(p.out_channels, p.in_channels);
   parallel_for(pool, lanes, [&](int64_t l0, int64_t l1) {
@@ -342,15 +341,15 @@ void WinogradConv::correlate(const Pass& p, ThreadPool* pool, int64_t batch, int
                              p.pad,
                              p.tiles_h,
                              p.tiles_w,
-                             fwd_.alpha,
-                             fwd_.m};
-        transform_tiles(TileTransform::kInput, static_cast<int>(g_.kernel), src, count, tp, sv, ws + lay_.planes, v);
+                             lay_.alpha,
+                             lay_.m};
+        transform_tiles(TileTransform::kInput, kernel_, src, count, tp, sv, ws + lay_.planes, v);
         for (int64_t xi = 0; xi < points; ++xi)
           sgemm(false, false, p.out_channels, tp, p.in_channels, u + xi * su, p.in_channels, v + xi * sv, tp, 0.0f,
                 prod + xi * sp, tp);
         const TileSink dst{
-            out + n0 * p.out_channels * out_plane, p.out_channels, p.out_h, p.out_w, p.tiles_h, p.tiles_w, fwd_.m};
-        untransform_tiles(static_cast<int>(g_.kernel), prod, count, tp, sp, bias, dst);
+            out + n0 * p.out_channels * out_plane, p.out_channels, p.out_h, p.out_w, p.tiles_h, p.tiles_w, lay_.m};
+        untransform_tiles(kernel_, prod, count, tp, sp, bias, dst);
       }
     }
   });
@@ -359,7 +358,7 @@ void WinogradConv::correlate(const Pass& p, ThreadPool* pool, int64_t batch, int
 void WinogradConv::forward(ThreadPool* pool, int64_t batch, int64_t lanes, const float* x, const float* w,
                            const float* bias, float* y, float* workspace) const {
   check_aligned(workspace);
-  transform_filters(static_cast<int>(g_.kernel), pool, w, g_.filters, g_.channels, /*swapped=*/false, workspace);
+  transform_filters(kernel_, pool, w, g_.filters, g_.channels, /*swapped=*/false, workspace);
   const Pass p{g_.channels, g_.height, g_.width,     g_.padding,  g_.filters,
                g_.out_h,    g_.out_w,  lay_.tiles_h, lay_.tiles_w};
   correlate(p, pool, batch, lanes, x, bias, y, workspace);
@@ -368,7 +367,7 @@ void WinogradConv::forward(ThreadPool* pool, int64_t batch, int64_t lanes, const
 void WinogradConv::backward_input(ThreadPool* pool, int64_t batch, int64_t lanes, const float* dy, const float* w,
                                   float* dx, float* workspace) const {
   check_aligned(workspace);
-  transform_filters(static_cast<int>(g_.kernel), pool, w, g_.filters, g_.channels, /*swapped=*/true, workspace);
+  transform_filters(kernel_, pool, w, g_.filters, g_.channels, /*swapped=*/true, workspace);
   const Pass p{g_.filters, g_.out_h,        g_.out_w,       g_.kernel - 1 - g_.padding, g_.channels, g_.height,
                g_.width,   lay_.dx_tiles_h, lay_.dx_tiles_w};
   correlate(p, pool, batch, lanes, dy, nullptr, dx, workspace);
@@ -377,7 +376,7 @@ void WinogradConv::backward_input(ThreadPool* pool, int64_t batch, int64_t lanes
 void WinogradConv::backward_weights(ThreadPool* pool, int64_t batch, int64_t lanes, const float* x, const float* dy,
                                     float* dw, bool accumulate, float* workspace) const {
   check_aligned(workspace);
-  const int64_t points = int64_t{wgt_.alpha} * wgt_.alpha, o_n = g_.filters, c_n = g_.channels;
+  const int64_t points = int64_t{lay_.alpha} * lay_.alpha, o_n = g_.filters, c_n = g_.channels;
   const int64_t items = o_n * c_n, per_sample = lay_.tiles_h * lay_.tiles_w;
   const int64_t sw = WinogradConvLayout::point_stride(o_n, c_n);
   parallel_for(pool, lanes, [&](int64_t l0, int64_t l1) {
@@ -396,13 +395,12 @@ void WinogradConv::backward_weights(ThreadPool* pool, int64_t batch, int64_t lan
                             g_.padding,
                             lay_.tiles_h,
                             lay_.tiles_w,
-                            wgt_.alpha,
-                            wgt_.r};
-        transform_tiles(TileTransform::kInput, static_cast<int>(g_.kernel), xs, count, tp, sv, ws + lay_.planes, v);
+                            lay_.alpha,
+                            lay_.m};
+        transform_tiles(TileTransform::kInput, kernel_, xs, count, tp, sv, ws + lay_.planes, v);
         const TileSource dys{
-            dy + n0 * o_n * g_.positions(), o_n, g_.out_h, g_.out_w, 0, lay_.tiles_h, lay_.tiles_w, wgt_.r, wgt_.r};
-        transform_tiles(TileTransform::kOutputGradient, static_cast<int>(g_.kernel), dys, count, tp, sd,
-                        ws + lay_.planes, d);
+            dy + n0 * o_n * g_.positions(), o_n, g_.out_h, g_.out_w, 0, lay_.tiles_h, lay_.tiles_w, lay_.m, lay_.m};
+        transform_tiles(TileTransform::kOutputGradient, kernel_, dys, count, tp, sd, ws + lay_.planes, d);
         for (int64_t xi = 0; xi < points; ++xi)
           sgemm(false, true, o_n, c_n, tp, d + xi * sd, tp, v + xi * sv, tp, n0 > begin ? 1.0f : 0.0f,
                 ws + lay_.dw + xi * sw, c_n);
@@ -413,7 +411,7 @@ void WinogradConv::backward_weights(ThreadPool* pool, int64_t batch, int64_t lan
   parallel_for(pool, (items + kLanes - 1) / kLanes, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t f0 = b * kLanes;
-      finish_weights(static_cast<int>(g_.kernel), workspace + lay_.shared + lay_.dw, lay_.lane, lanes, sw, f0,
+      finish_weights(kernel_, workspace + lay_.shared + lay_.dw, lay_.lane, lanes, sw, f0,
                      std::min<int64_t>(kLanes, items - f0), accumulate, dw);
     }
   });

@@ -53,8 +53,7 @@ class WinogradConv {
 
   ConvGeometry g_;
   WinogradConvLayout lay_;
-  winograd::Matrices fwd_;  // F(4, K): forward and the input gradient (sizes only)
-  winograd::Matrices wgt_;  // F(K, 4): the weight gradient (sizes only)
+  int kernel_;  // K: F(4, K) for forward and the input gradient, F(K, 4) for the weight gradient
 };
 
 }  // namespace devmap::cpu

@@ -115,6 +115,8 @@ TEST(ConvWinograd, MatchesGemm) {
   expect_matches_gemm(conv_node(16, 6, 5, 8, 5, 4), 2, 8, 1);          // padding K-1: the input gradient pads by 0
   expect_matches_gemm(conv_node(8, 10, 10, 8, 4, 1), 2, 8, 1);         // an even kernel (F(4, 4))
   expect_matches_gemm(conv_node(9, 13, 3, 10, 3, 2, false), 4, 8, 2);  // odd channels and filters, no bias
+  // More input-gradient tiles than forward ones: they size the groups.
+  expect_matches_gemm(conv_node(8, 8, 8, 8, 5, 0), 3, 8, 1);
   // More samples than one group (WinogradConvLayout::kGroupTiles) in a lane.
   expect_matches_gemm(conv_node(8, 8, 8, 8, 3, 1), 40, 2, 2);
 }
@@ -131,16 +133,31 @@ TEST(ConvWinograd, Gradients) {
 
 TEST(ConvWinograd, PoolSizeDoesNotChangeTheBits) {
   const Node node = conv_node(16, 14, 14, 16, 5, 2);
-  OpHarness one(node, 11, 1), two(node, 11, 2);
+  OpHarness one(node, 11, 1), two(node, 11, 2), three(node, 11, 3);
   ASSERT_EQ(static_cast<Conv2dKernel&>(*one.kernel).algorithm(node), ConvAlgorithm::kWinograd);
-  for (OpHarness* h : {&one, &two}) {
+  for (OpHarness* h : {&one, &two, &three}) {
     randomize(*h, 5);
     h->forward();
     h->backward();
   }
-  EXPECT_TRUE(same_bits(one.output, two.output));
-  EXPECT_TRUE(same_bits(one.d_inputs[0], two.d_inputs[0]));
-  EXPECT_TRUE(same_bits(one.d_params[0], two.d_params[0]));
+  for (OpHarness* h : {&two, &three}) {
+    EXPECT_TRUE(same_bits(one.output, h->output));
+    EXPECT_TRUE(same_bits(one.d_inputs[0], h->d_inputs[0]));
+    EXPECT_TRUE(same_bits(one.d_params[0], h->d_params[0]));
+  }
+}
+
+// A batch of no samples leaves no stale lane partials in the weight gradient.
+TEST(ConvWinograd, EmptyBatchGivesZeroParamGradients) {
+  for (ConvAlgorithm algorithm : {ConvAlgorithm::kGemm, ConvAlgorithm::kWinograd}) {
+    OpHarness h(conv_node(8, 6, 6, 8, 3, 1), 0, 1, std::make_unique<Conv2dKernel>(8, algorithm));
+    std::fill(h.workspace.data(), h.workspace.data() + h.workspace.size(), 7.0f);
+    for (Buffer& g : h.d_params) std::fill(g.data(), g.data() + g.size(), 5.0f);
+    h.forward();
+    h.backward();
+    for (const Buffer& g : h.d_params)
+      for (float v : to_vector(g)) ASSERT_EQ(v, 0.0f) << static_cast<int>(algorithm);
+  }
 }
 
 TEST(ConvWinograd, AutoPicksWinogradWhereItAppliesAndPays) {
