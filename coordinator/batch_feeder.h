@@ -29,8 +29,9 @@ class BatchFeeder {
   }
 
   // Runs batches of `batch_size` samples of `order` (at most max_batches,
-  // -1: all), each as micro-batches of at most `micro` samples (training
-  // only; others pass micro == batch_size). Calls on_done(index, batch,
+  // -1: all), each as micro-batches of at most `micro` samples, as even as
+  // micro_batch_sizes() makes them (training only; others pass micro ==
+  // batch_size). Calls on_done(index, batch,
   // result, slot) after each batch with the losses and metrics summed over
   // its micro-batches (each is already a share of the batch's mean); the
   // outputs of a batch run as one micro-batch stay in output slot `slot`
@@ -45,15 +46,18 @@ class BatchFeeder {
     if (max_batches >= 0) batches = std::min(batches, max_batches);
     if (batches == 0) return true;
     micro = std::min(micro, batch_size);
-    // (batch, first sample, samples) of every micro-batch, in order.
+    // (batch, first sample, samples) of every micro-batch, in order; a
+    // batch's micro-batches are as even as micro_batch_sizes() makes them.
     struct Unit {
       int64_t batch, first, size;
     };
     auto size_of = [&](int64_t i) { return std::min(batch_size, count - i * batch_size); };
-    auto unit_of = [&](int64_t i, int64_t j) {
-      return Unit{i, i * batch_size + j * micro, std::min(micro, size_of(i) - j * micro)};
-    };
     auto micros_of = [&](int64_t i) { return (size_of(i) + micro - 1) / micro; };
+    auto unit_of = [&](int64_t i, int64_t j) {
+      // Micro-batch j of a batch of n in m: n/m samples, one more for the first n%m.
+      const int64_t n = size_of(i), m = micros_of(i), base = n / m, extra = n % m;
+      return Unit{i, i * batch_size + j * base + std::min(j, extra), base + (j < extra ? 1 : 0)};
+    };
     int64_t i = 0, j = 0, sent = 0;
     Unit next = unit_of(0, 0);
     fill(data, order, 0, next);

@@ -1,4 +1,6 @@
 // The coordinator's command line: `coordinator [SUBCOMMAND] CONFIG [options]`.
+// One table of options (cli.cpp) drives parsing, each subcommand's --help and
+// the "did you mean" of an unknown option.
 #pragma once
 
 #include <string>
@@ -10,9 +12,9 @@
 namespace devmap {
 
 struct CommandLine {
-  std::string subcommand;  // "train", "predict", or empty: the config's job
+  std::string subcommand;  // "train", "predict", "plan", or empty: the config's job
   std::string config_path;
-  std::vector<std::string> overrides;  // --set values, in order
+  std::vector<std::string> overrides;  // --set values (and --checkpoint as train.checkpoint=), in order
   RunOptions run;
   PredictOptions predict;
   bool json = false;  // plan --json
@@ -21,8 +23,10 @@ struct CommandLine {
 };
 
 // Throws devmap::Error (kInvalidInput) with a message that ends in
-// "(see --help)" for anything it does not understand.
+// "(see --help)" or names the nearest option for anything it does not
+// understand.
 CommandLine parse_command_line(int argc, char** argv);
-const char* usage_text();
+// The help of `subcommand` (empty: the whole command).
+std::string usage_text(const std::string& subcommand = "");
 
 }  // namespace devmap

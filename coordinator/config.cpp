@@ -54,9 +54,7 @@ OptimizerConfig read_optimizer(const YamlSource& src, const YAML::Node& node) {
   OptimizerConfig opt;
   const std::string type = map.get_choice("type", "sgd", config_keys::kOptimizerTypes);
   // The keys each type reads; the others are mistakes worth naming.
-  std::vector<std::string> valid = {"type", "learning_rate", "weight_decay"};
-  if (type == "momentum") valid.push_back("momentum");
-  if (type == "adam") valid.insert(valid.end(), {"beta1", "beta2", "epsilon"});
+  const std::vector<std::string> valid = config_keys::optimizer_keys(type);
   for (const std::string& key : map.keys())
     if (std::find(valid.begin(), valid.end(), key) == valid.end())
       src.fail(map.key_node(key), "train.optimizer." + key + " does not apply to optimizer type '" + type +

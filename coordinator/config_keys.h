@@ -17,9 +17,18 @@ inline const std::vector<std::string> kData = {"train_images", "train_labels", "
 inline const std::vector<std::string> kTrain = {
     "epochs",    "batch_size", "eval_batch_size",  "max_steps",        "seed",        "shuffle",
     "optimizer", "checkpoint", "checkpoint_every", "keep_checkpoints", "max_restarts"};
-// Every optimizer key; each type accepts a subset (see config.cpp).
+// Every optimizer key; each type accepts a subset (optimizer_keys).
 inline const std::vector<std::string> kOptimizer = {"type",  "learning_rate", "momentum", "weight_decay",
                                                     "beta1", "beta2",         "epsilon"};
+// The keys optimizer `type` reads (one of kOptimizerTypes; others: those of
+// every type).
+inline std::vector<std::string> optimizer_keys(const std::string& type) {
+  std::vector<std::string> keys = {"type", "learning_rate", "weight_decay"};
+  if (type == "momentum") keys.push_back("momentum");
+  if (type == "adam") keys.insert(keys.end(), {"beta1", "beta2", "epsilon"});
+  if (type != "sgd" && type != "momentum" && type != "adam") return kOptimizer;
+  return keys;
+}
 inline const std::vector<std::string> kDevice = {"threads", "memory_limit", "affinity"};
 // device_map.place is a mapping from op-name patterns to devices: its keys
 // are the user's, not from a list.

@@ -54,9 +54,17 @@ class Override {
       if (scope == "devices") {
         if (!parse_device_name(part)) fail(bad_device_name_message(part));
       } else if (!contains(*valid, part)) {
+        if (scope == "train.optimizer") {
+          // Name the keys of the optimizer the config has, not of every type.
+          const std::string type = scalar_string(lookup(map, "type")).value_or("sgd");
+          fail(unknown_key_message(part, "in train.optimizer (type " + type + ")", config_keys::optimizer_keys(type)));
+        }
         fail(unknown_key_message(part, scope.empty() ? "at the top level" : "in " + scope, *valid));
       }
-      if (last) return set_entry(map, part, value);
+      if (last) {
+        if (scope == "train.optimizer" && part == "type") drop_keys_of_other_types(map, value);
+        return set_entry(map, part, value);
+      }
       const std::string child_scope = scope.empty() ? part : scope + "." + part;
       if (child_scope == "model.ops") {
         set_op_key(child_node(map, part, child_scope), path, i + 1, value);
@@ -96,6 +104,19 @@ class Override {
     for (const auto& kv : map)
       if (kv.first.Scalar() == key) src_.add_override(kv.first, text_);
     src_.add_override(map[key], text_);
+  }
+
+  // A new optimizer type takes the file's settings that it reads (learning
+  // rate, weight decay) and drops those only another type reads (momentum
+  // for adam), so --set train.optimizer.type=T works on any config.
+  static void drop_keys_of_other_types(YAML::Node& optimizer, const YAML::Node& type) {
+    const std::optional<std::string> name = scalar_string(type);
+    if (!name || !optimizer.IsMap()) return;
+    const std::vector<std::string> keep = config_keys::optimizer_keys(*name);
+    std::vector<std::string> drop;
+    for (const auto& kv : optimizer)
+      if (auto key = scalar_string(kv.first); key && !contains(keep, *key)) drop.push_back(*key);
+    for (const std::string& key : drop) optimizer.remove(key);
   }
 
   // The keys a mapping at `scope` accepts, or nullptr for a leaf value.

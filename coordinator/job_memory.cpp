@@ -40,15 +40,12 @@ JobMemory plan_job_memory(const PlanInputs& inputs, int64_t batch, int64_t eval_
   JobMemory m;
   m.split = split_batch(inputs, batch);
   if (!m.split.decision.empty()) m.decisions.push_back(m.split.decision);
+  // Workers allocate for what the job runs: its (micro-)batch. Evaluation
+  // reuses those buffers, so eval_batch is a maximum: a larger one runs as
+  // batches of the training micro-batch.
   m.reserve = m.split.micro;
-  if (eval_batch > 0) {
-    m.eval_batch = largest_fitting_batch(inputs, eval_batch);
-    if (m.eval_batch < eval_batch)
-      m.decisions.push_back("evaluation batch " + std::to_string(eval_batch) +
-                            " does not fit; evaluating in batches of " + std::to_string(m.eval_batch));
-    m.reserve = std::max(m.reserve, m.eval_batch);
-  }
-  m.plan = plan_memory(inputs, m.reserve);
+  if (eval_batch > 0) m.eval_batch = std::min(eval_batch, m.reserve);
+  m.plan = m.split.plan;
   return m;
 }
 

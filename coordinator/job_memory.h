@@ -17,13 +17,14 @@ PlanInputs plan_inputs(const Config& config, const Graph& graph, const Program& 
 
 struct JobMemory {
   BatchSplit split;                    // the job's batch: a training step, or a prediction batch
-  int64_t eval_batch = 0;              // evaluation batch that fits (0: the job evaluates nothing)
-  int64_t reserve = 0;                 // the largest (micro-)batch workers allocate for
+  int64_t eval_batch = 0;              // evaluation batch: eval_batch_size up to `reserve` (0: no evaluation)
+  int64_t reserve = 0;                 // the (micro-)batch workers allocate for: split.micro
   MemoryPlan plan;                     // every device at `reserve`: what the workers allocate
   std::vector<std::string> decisions;  // one line per batch the budgets changed
 };
 
-// Splits `batch` (and fits `eval_batch`, 0: none) to the devices' budgets.
+// Splits `batch` to the devices' budgets; evaluation (eval_batch, 0: none)
+// runs in the buffers that leaves, at most split.micro samples at a time.
 // Throws devmap::Error (kInvalidInput) when a device cannot hold even one
 // sample (see split_batch); the second form prefixes "CONFIG_PATH: ".
 JobMemory plan_job_memory(const PlanInputs& inputs, int64_t batch, int64_t eval_batch);

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   try {
     CommandLine cl = parse_command_line(argc, argv);
     if (cl.help) {
-      std::cout << usage_text();
+      std::cout << usage_text(cl.subcommand);
       return 0;
     }
     if (cl.version) {

@@ -1,9 +1,13 @@
 // MetricsLog: the run's JSON-lines file (appended, flushed per line) and the
-// resolved config written beside it.
+// resolved config written beside it. Nothing is written until the run has
+// begun (begin(): its first step or batch is done, or it ends): lines come
+// to memory until then, so a run that fails before its first step leaves no
+// files behind.
 #pragma once
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "coordinator/json_writer.h"
 
@@ -11,16 +15,21 @@ namespace devmap {
 
 class MetricsLog {
  public:
-  // Opens `path` for appending, creating its directory; an empty path picks
-  // runs/<config stem>/<YYYYmmdd-HHMMSS>-<pid>/metrics.jsonl. Writes
-  // `resolved_yaml` to <path without extension>.config.yaml.
-  MetricsLog(std::string path, const std::string& config_path, const std::string& resolved_yaml);
+  // `path`: the metrics file; `config_copy`: where the resolved config goes
+  // (run_outputs.h decides both).
+  MetricsLog(std::string path, std::string config_copy, std::string resolved_yaml);
+  // Writes `line` (after begin()) or keeps it for begin().
   void write(const JsonObject& line);
+  // Creates the files (and their folder) and writes the lines kept so far;
+  // later calls do nothing. Throws devmap::Error when they cannot be written.
+  void begin();
   const std::string& path() const { return path_; }
   const std::string& config_copy_path() const { return config_copy_; }
 
  private:
-  std::string path_, config_copy_;
+  std::string path_, config_copy_, resolved_yaml_;
+  std::vector<std::string> held_;
+  bool begun_ = false;
   std::ofstream out_;
 };
 

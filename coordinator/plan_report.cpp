@@ -26,9 +26,8 @@ void row(std::ostream& os, const std::string& name, const std::vector<std::strin
 
 std::string batch_line(const JobMemory& m) {
   std::string s = "batch " + std::to_string(m.split.requested);
-  if (m.split.count > 1)
-    s += ", run as " + std::to_string(m.split.count) + " micro-batches of " + std::to_string(m.split.micro);
-  if (m.eval_batch > 0) s += "; evaluation batch " + std::to_string(m.eval_batch);
+  if (m.split.count > 1) s += ", run as " + split_phrase(m.split.requested, m.split.micro);
+  if (m.eval_batch > 0) s += "; evaluation in batches of " + std::to_string(m.eval_batch);
   s += "; workers allocate for " + std::to_string(m.reserve) + " samples";
   return s;
 }
@@ -56,7 +55,7 @@ void print_memory_plan(const PlanReportInfo& info, const JobMemory& m, const Gra
     if (d.limit) os << " of " << format_bytes(d.limit) << (d.fits() ? "" : "  DOES NOT FIT");
     os << "\n";
   }
-  os << "\ncut edges (per micro-batch of " << m.reserve << "):\n";
+  os << "\ncut edges (per " << (m.split.count > 1 ? "micro-batch" : "batch") << " of " << m.reserve << "):\n";
   if (m.plan.edges.empty()) os << "  none: every op runs on one device\n";
   for (const EdgeMemory& e : m.plan.edges) {
     std::string to;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 
 #include "coordinator/batch_feeder.h"
@@ -11,6 +12,7 @@
 #include "coordinator/memory_report.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/progress_bar.h"
+#include "coordinator/run_outputs.h"
 #include "coordinator/session.h"
 #include "coordinator/signals.h"
 
@@ -62,7 +64,8 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   std::ofstream out(po.output, std::ios::trunc);
   if (!out) throw_invalid("cannot write predictions to '" + po.output + "'");
   if (options.log_placement) log_placement(config, session.partition(), batch, std::cerr);
-  MetricsLog metrics(options.metrics_path, config.path, config.resolved_yaml);
+  const RunOutputs outputs = resolve_run_outputs(config, options, /*training=*/false);
+  MetricsLog metrics(outputs.metrics, outputs.config_copy, config.resolved_yaml);
   session.start();
   load_weights(session.workers(), session.graph(), po.weights);
   {
@@ -72,6 +75,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
     metrics.write(j);
     write_memory_plan_event(session.memory(), metrics);
   }
+  print_run_outputs(outputs, std::cerr);
   std::cerr << "devmap: predicting " << input.count << " images of " << po.input << " in batches of " << batch << "\n";
 
   out << "ImageId,Label\n";
@@ -93,6 +97,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
           out.write(line, len);
         }
         done += n;
+        metrics.begin();
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         char status[48];
         std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
@@ -105,6 +110,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
   bar.finish(status);
   session.workers().shutdown();
+  metrics.begin();
   if (!complete) {
     const int sig = interrupt_signal();
     JsonObject j;
@@ -118,8 +124,13 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   JsonObject j;
   j.add("event", "done").add("job", "predict").add("images", done).add("seconds", secs);
   j.add("images_per_s", static_cast<double>(done) / secs).add("output", po.output);
+  add_busy_fields(j, session.workers().busy());
   metrics.write(j);
-  std::cerr << "devmap: wrote " << done << " predictions to " << po.output << "\n";
+  std::cout << "wrote " << done << " predictions to " << po.output << " in " << std::fixed << std::setprecision(1)
+            << secs << " s (" << std::setprecision(0) << static_cast<double>(done) / secs << " images/s)\n"
+            << busy_summary(session.workers().busy()) << "\n";
+  if (auto advice = split_advice(session.workers().busy())) std::cout << advice.value() << "\n";
+  std::cout << "metrics: " << metrics.path() << std::endl;
   return 0;
 }
 

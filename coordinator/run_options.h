@@ -8,8 +8,12 @@
 namespace devmap {
 
 struct RunOptions {
-  std::string metrics_path;  // JSON lines, appended; empty: runs/<config>/<time>/metrics.jsonl
-  int64_t log_every = 100;   // a "step" metrics line (and a plain progress line) every N steps
+  std::string out_dir;       // where outputs go unless named one by one (run_outputs.h); empty: defaults
+  std::string metrics_path;  // JSON lines, appended; empty: see run_outputs.h
+  int64_t log_every = 100;   // a "step" metrics line every N steps
+  // --log-every was given: off a terminal, a progress line every log_every
+  // steps too (otherwise every tenth of an epoch).
+  bool log_every_given = false;
   bool param_stats = false;  // log per-parameter gradient and update norms of step 1
   std::string worker_dir;    // where worker_cpu lives; empty: beside the coordinator
   bool log_placement = false;

@@ -18,6 +18,7 @@
 #include "coordinator/metrics_log.h"
 #include "coordinator/profile_report.h"
 #include "coordinator/progress_bar.h"
+#include "coordinator/run_outputs.h"
 #include "coordinator/session.h"
 #include "coordinator/signals.h"
 #include "coordinator/worker_group.h"
@@ -76,6 +77,11 @@ bool evaluate(BatchFeeder& feeder, const Dataset& test, int64_t batch_size, Eval
   return complete;
 }
 
+// The progress bar's status: the running mean of the epoch's loss so far.
+std::string progress_status(double mean_loss, int64_t samples, double seconds) {
+  return "mean loss " + fmt("%.4f", mean_loss) + " " + fmt("%.0f", static_cast<double>(samples) / seconds) + " img/s";
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -92,7 +98,8 @@ class Trainer {
         options_(options),
         graph_(config.graph),
         tc_(config.train),
-        store_(checkpoint_path(config), config.train.keep_checkpoints) {
+        outputs_(resolve_run_outputs(config, options, /*training=*/true)),
+        store_(outputs_.checkpoint, config.train.keep_checkpoints) {
     image_node_ = graph_.find_role(OpRole::kImageInput);
     label_node_ = graph_.find_role(OpRole::kLabelInput);
     if (image_node_ < 0 || label_node_ < 0)
@@ -112,7 +119,8 @@ class Trainer {
     steps_per_epoch_ = (train_.count + tc_.batch_size - 1) / tc_.batch_size;
     if (options.resume) {
       if (store_.list().empty())
-        throw_invalid("--resume: there is no checkpoint at " + store_.path() + " (train.checkpoint) to resume from");
+        throw_invalid("--resume: there is no checkpoint at " + store_.path() + " to resume from (" +
+                      checkpoint_origin() + ")");
       store_.adopt_existing();
     }
   }
@@ -120,7 +128,7 @@ class Trainer {
   // Runs attempts until one ends; a worker failure starts another, from
   // the newest checkpoint, while train.max_restarts allows.
   int run() {
-    metrics_ = std::make_unique<MetricsLog>(options_.metrics_path, config_.path, config_.resolved_yaml);
+    metrics_ = std::make_unique<MetricsLog>(outputs_.metrics, outputs_.config_copy, config_.resolved_yaml);
     bool resume = options_.resume;
     for (;;) {
       try {
@@ -149,10 +157,10 @@ class Trainer {
   }
 
  private:
-  static std::string checkpoint_path(const Config& config) {
-    return config.train.checkpoint.empty()
-               ? "checkpoints/" + std::filesystem::path(config.path).stem().string() + ".safetensors"
-               : config.train.checkpoint;
+  // Why the checkpoint is where it is, for messages.
+  std::string checkpoint_origin() const {
+    if (!config_.train.checkpoint.empty()) return "train.checkpoint";
+    return options_.out_dir.empty() ? "the default; set train.checkpoint or --out-dir" : "--out-dir";
   }
 
   int attempt(bool resume) {
@@ -168,9 +176,11 @@ class Trainer {
     if (first) {
       std::string where;
       for (const std::string& d : session.partition().devices)
-        where += (where.empty() ? "" : ", ") + d + " (" + std::to_string(config_.find_device(d)->threads) + " threads)";
+        where += (where.empty() ? "" : ", ") + d + " (" + std::to_string(config_.find_device(d)->threads) +
+                 (config_.find_device(d)->threads == 1 ? " thread)" : " threads)");
       std::cerr << "devmap: training " << config_.path << " on " << where << ", " << graph_.param_count()
                 << " parameters, " << train_.count << " training / " << test_.count << " test images\n";
+      print_run_outputs(outputs_, std::cerr);
     }
 
     BatchFeeder feeder(group, session.input(), session.layout(), image_node_, label_node_);
@@ -195,7 +205,7 @@ class Trainer {
       int64_t left = steps_per_epoch_ - done_in_epoch;
       int64_t epoch_steps = limited ? std::min(budget, left) : left;
       ProgressBar bar("epoch " + std::to_string(epoch) + "/" + std::to_string(tc_.epochs), epoch_steps,
-                      options_.log_every);
+                      options_.log_every_given ? options_.log_every : std::max<int64_t>(epoch_steps / 10, 1));
       double loss_sum = 0;
       int64_t samples = 0;
       std::vector<double> step_seconds;
@@ -211,9 +221,9 @@ class Trainer {
             samples += batch;
             last_loss = r.loss;
             ++step_;
+            metrics_->begin();
             double elapsed = std::chrono::duration<double>(now - epoch_start).count();
-            bar.update(i + 1, "loss " + fmt("%.4f", r.loss) + " " +
-                                  fmt("%.0f", static_cast<double>(samples) / elapsed) + " img/s");
+            bar.update(i + 1, progress_status(loss_sum / static_cast<double>(samples), samples, elapsed));
             for (const wire::ParamStat& ps : r.param_stats) {
               JsonObject j;
               j.add("event", "param_stats").add("step", step_).add("name", wire::read_name(ps.name));
@@ -237,8 +247,7 @@ class Trainer {
       }
       double epoch_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
       double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(samples, 1));
-      bar.finish("loss " + fmt("%.4f", train_loss) + " " + fmt("%.0f", static_cast<double>(samples) / epoch_seconds) +
-                 " img/s");
+      bar.finish(progress_status(train_loss, samples, epoch_seconds));
       if (!evaluate(feeder, test_, memory.eval_batch, last_eval)) {
         stopped = true;
         break;
@@ -250,32 +259,50 @@ class Trainer {
       double med = median(steady);
       JsonObject j;
       j.add("event", "epoch").add("epoch", epoch).add("steps", static_cast<int64_t>(step_seconds.size()));
+      j.add("first_step_in_epoch", done_in_epoch + 1);
       j.add("train_loss", train_loss).add("test_loss", last_eval.loss);
       if (!metric_name_.empty()) j.add("test_" + metric_name_, last_eval.metric);
       j.add("images_per_s", static_cast<double>(samples) / epoch_seconds).add("epoch_seconds", epoch_seconds);
       j.add("median_step_ms", med * 1e3)
           .add("median_images_per_s", med > 0 ? static_cast<double>(tc_.batch_size) / med : 0.0);
       metrics_->write(j);
-      std::cerr << "epoch " << epoch << ": train loss " << fmt("%.4f", train_loss) << ", test loss "
-                << fmt("%.4f", last_eval.loss);
-      if (!metric_name_.empty()) std::cerr << ", test " << metric_name_ << " " << fmt("%.4f", last_eval.metric);
-      std::cerr << "\n";
+      std::cout << "epoch " << epoch << ": train loss " << fmt("%.4f", train_loss);
+      if (done_in_epoch > 0 || epoch_steps < steps_per_epoch_)
+        std::cout << " (mean of steps " << done_in_epoch + 1 << "-" << done_in_epoch + epoch_steps << " of "
+                  << steps_per_epoch_ << ")";
+      std::cout << ", test loss " << fmt("%.4f", last_eval.loss);
+      if (!metric_name_.empty()) std::cout << ", test " << metric_name_ << " " << fmt("%.4f", last_eval.metric);
+      std::cout << std::endl;
     }
     if (stopped || interrupted()) return stop(group, start_step);
-    save(group);
+    if (last_saved_step_ != step_) save(group);
     group.shutdown();
     double total = std::chrono::duration<double>(Clock::now() - run_start).count();
+    metrics_->begin();
     write_device_events(group, memory, *metrics_);
-    if (options_.profile) report_profile(group.workers(), std::cerr, *metrics_);
+    if (options_.profile) report_profile(group.workers(), std::cout, *metrics_);
+    const bool by_max_steps = tc_.max_steps > 0 && step_ < tc_.epochs * steps_per_epoch_;
     JsonObject done;
-    done.add("event", "done").add("steps", step_).add("seconds", total);
+    done.add("event", "done").add("steps", step_).add("steps_run", step_ - start_step).add("seconds", total);
+    done.add("stopped_by", by_max_steps ? "max_steps" : "epochs");
+    add_busy_fields(done, group.busy());
     done.add("final_loss", static_cast<double>(last_loss)).add("test_loss", last_eval.loss);
     if (!metric_name_.empty()) done.add("test_" + metric_name_, last_eval.metric);
     done.add("restarts", restarts_);
     done.add("coordinator_vm_hwm_bytes", static_cast<int64_t>(read_vm_hwm_bytes()));
     metrics_->write(done);
-    std::cerr << "devmap: done, " << step_ << " steps in " << fmt("%.1f", total) << " s; weights: " << store_.path()
-              << "; metrics: " << metrics_->path() << "\n";
+    std::cout << "done, ";
+    if (start_step > 0)
+      std::cout << step_ - start_step << " of " << step_ << " steps (resumed at step " << start_step << ")";
+    else
+      std::cout << step_ << " steps";
+    std::cout << " in " << fmt("%.1f", total) << " s";
+    if (by_max_steps)
+      std::cout << "; stopped by train.max_steps " << tc_.max_steps << " (" << tc_.epochs << " epochs would be "
+                << tc_.epochs * steps_per_epoch_ << " steps)";
+    std::cout << "\n" << busy_summary(group.busy()) << "\n";
+    if (auto advice = split_advice(group.busy())) std::cout << advice.value() << "\n";
+    std::cout << "weights: " << store_.path() << "\nmetrics: " << metrics_->path() << std::endl;
     return 0;
   }
 
@@ -287,6 +314,7 @@ class Trainer {
     if (abort_requested()) throw_runtime("aborted before writing the checkpoint of step " + std::to_string(step_));
     if (step_ > start_step && last_saved_step_ != step_) save(group);
     group.shutdown();
+    metrics_->begin();
     JsonObject j;
     j.add("event", "interrupted").add("signal", signal_name(sig)).add("step", step_);
     metrics_->write(j);
@@ -351,6 +379,7 @@ class Trainer {
   const RunOptions& options_;
   const Graph& graph_;
   const TrainConfig& tc_;
+  RunOutputs outputs_;
   CheckpointStore store_;
   int image_node_ = -1, label_node_ = -1;
   std::string metric_name_;

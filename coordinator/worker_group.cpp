@@ -229,6 +229,7 @@ void WorkerGroup::send(const wire::Step& step) {
     mark_pending(*w, expected);
   }
   pending_ = step;
+  pending_sent_ = Clock::now();
 }
 
 StepResult WorkerGroup::collect() {
@@ -254,12 +255,14 @@ StepResult WorkerGroup::collect() {
     result.loss += done.loss;
     result.metric += done.metric;
     result.compute_seconds = std::max(result.compute_seconds, done.compute_seconds);
+    busy_.add_work(w.device(), done.compute_seconds, done.wait_seconds);
     for (uint32_t i = 0; i < done.param_stats; ++i) {
       wire::ParamStat st;
       std::memcpy(&st, m.message.body.data() + sizeof done + i * sizeof st, sizeof st);
       result.param_stats.push_back(st);
     }
   }
+  busy_.add_step(std::chrono::duration<double>(Clock::now() - pending_sent_).count());
   return result;
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/device_busy.h"
 #include "coordinator/run_resources.h"
 #include "coordinator/worker_process.h"
 #include "core/worker_plan.h"
@@ -86,6 +87,8 @@ class WorkerGroup {
   // Sends `step` to every worker; collect() waits for all their results.
   void send(const wire::Step& step);
   StepResult collect();
+  // Each device's busy time over the steps collected so far.
+  const DeviceBusy& busy() const { return busy_; }
 
   // Sends each listed worker its frame and waits until each has answered
   // with `reply` (a worker's ERROR or death ends the wait with an Error);
@@ -112,6 +115,8 @@ class WorkerGroup {
   std::function<bool()> abort_;
   double slowness_ = 0;   // the largest measured / planned time of a step so far (0: none measured)
   wire::Step pending_{};  // the step in flight (step -1: none yet)
+  std::chrono::steady_clock::time_point pending_sent_;
+  DeviceBusy busy_;
   zmq::context_t ctx_;
   std::unique_ptr<ControlServer> server_;
   std::vector<std::unique_ptr<Worker>> workers_;

@@ -225,7 +225,11 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
     for (int t : ins.out) {
       if (!host_ || t < 0 || ins.kind == InstrKind::kRecv) continue;
       int e = edge_of_[static_cast<size_t>(t)];
-      if (e >= 0) bound_[static_cast<size_t>(t)] = channel_->acquire(e, info.step, tensor_shape(t, batch).numel() * 4);
+      if (e >= 0) {
+        const auto w0 = std::chrono::steady_clock::now();
+        bound_[static_cast<size_t>(t)] = channel_->acquire(e, info.step, tensor_shape(t, batch).numel() * 4);
+        wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+      }
     }
     switch (ins.kind) {
       case InstrKind::kForward: {
@@ -251,7 +255,9 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
         if (!host_) {  // copy the staged tensor into a slot, then signal
           int t = ins.in[0];
           size_t bytes = tensor_shape(t, batch).numel() * sizeof(float);
+          const auto w0 = std::chrono::steady_clock::now();
           float* slot = channel_->acquire(ins.node, info.step, bytes);
+          wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
           memory_->copy_to_host(slot, buffers_[static_cast<size_t>(t)].data(), bytes);
         }
         channel_->send(ins.node, info.step);
@@ -259,7 +265,9 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
       }
       case InstrKind::kRecv: {
         int t = ins.out[0];
+        const auto w0 = std::chrono::steady_clock::now();
         float* slot = channel_->receive(ins.node, info.step);
+        wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
         if (host_)
           bound_[static_cast<size_t>(t)] = slot;
         else

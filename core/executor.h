@@ -16,6 +16,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/channel.h"
@@ -93,6 +94,10 @@ class Executor {
   // Times every instruction from now on (--profile).
   void enable_profile() { profiling_ = true; }
   const Profile& profile() const { return profile_; }
+  // Seconds spent waiting for other devices (a tensor to receive, a free
+  // slot to send into) since the last call; the rest of a step is the
+  // device's own work.
+  double take_wait_seconds() { return std::exchange(wait_seconds_, 0.0); }
 
   // Whether op `node` runs here.
   bool is_local(int node) const { return local_[static_cast<size_t>(node)]; }
@@ -138,6 +143,7 @@ class Executor {
   Channel* channel_ = nullptr;
   bool owns_loss_ = false;
   bool profiling_ = false;
+  double wait_seconds_ = 0;
   Profile profile_;
   // (kind << 32 | node) of the instruction in progress, or -1; and the
   // count of finished instructions. Written by run(), read by progress().

@@ -196,6 +196,7 @@ BatchSplit split_batch(const PlanInputs& in, int64_t requested) {
   const int64_t lo = largest_fitting_batch(in, std::max<int64_t>(requested - 1, 1));
   s.count = (requested + lo - 1) / lo;
   s.micro = (requested + s.count - 1) / s.count;  // as even as the count allows
+  assert((requested + s.micro - 1) / s.micro == s.count);
   s.plan = plan_memory(in, s.micro);
   // The decision names the device over its limit by the largest factor.
   auto over = [](const DeviceMemoryPlan& d) { return static_cast<double>(d.total()) / static_cast<double>(d.limit); };
@@ -203,10 +204,33 @@ BatchSplit split_batch(const PlanInputs& in, int64_t requested) {
   for (const DeviceMemoryPlan& d : full.devices)
     if (!d.fits() && (!worst || over(d) > over(*worst))) worst = &d;
   s.decision = worst->device + ": batch " + std::to_string(requested) + " needs " + format_bytes(worst->total()) +
-               " > " + format_bytes(worst->limit) + " limit; running " + std::to_string(s.count) +
-               " micro-batches of " + std::to_string(s.micro);
-  if (requested % s.micro) s.decision += " (the last of " + std::to_string(requested - (s.count - 1) * s.micro) + ")";
+               " > " + format_bytes(worst->limit) + " limit; running " + split_phrase(requested, s.micro);
   return s;
+}
+
+std::vector<int64_t> micro_batch_sizes(int64_t batch, int64_t micro) {
+  assert(batch >= 0 && micro >= 1);
+  const int64_t count = (batch + micro - 1) / micro;
+  std::vector<int64_t> sizes;
+  sizes.reserve(static_cast<size_t>(count));
+  for (int64_t j = 0; j < count; ++j) sizes.push_back(batch / count + (j < batch % count ? 1 : 0));
+  return sizes;
+}
+
+std::string split_phrase(int64_t batch, int64_t micro) {
+  const int64_t count = (batch + micro - 1) / micro;
+  if (batch % count == 0) return std::to_string(count) + " micro-batches of " + std::to_string(batch / count);
+  return std::to_string(count) + " micro-batches: " + describe_micro_batches(batch, micro);
+}
+
+std::string describe_micro_batches(int64_t batch, int64_t micro) {
+  const std::vector<int64_t> sizes = micro_batch_sizes(batch, micro);
+  if (sizes.empty()) return "none";
+  const int64_t larger = batch % static_cast<int64_t>(sizes.size());
+  const int64_t count = static_cast<int64_t>(sizes.size());
+  if (larger == 0) return std::to_string(count) + " of " + std::to_string(sizes[0]);
+  return std::to_string(larger) + " of " + std::to_string(sizes[0]) + " and " + std::to_string(count - larger) +
+         " of " + std::to_string(sizes.back());
 }
 
 }  // namespace devmap

@@ -90,13 +90,22 @@ struct PlanInputs {
 
 MemoryPlan plan_memory(const PlanInputs& in, int64_t batch);
 
+// The sizes of the micro-batches a batch of `batch` samples runs as when no
+// micro-batch may exceed `micro`: ceil(batch / micro) of them, as even as
+// possible, the larger ones first (64 at most 7: four of 7, then six of 6).
+std::vector<int64_t> micro_batch_sizes(int64_t batch, int64_t micro);
+// "4 of 7 and 6 of 6", "4 of 16": the sizes of micro_batch_sizes(batch, micro).
+std::string describe_micro_batches(int64_t batch, int64_t micro);
+// "10 micro-batches: 4 of 7 and 6 of 6", "4 micro-batches of 16".
+std::string split_phrase(int64_t batch, int64_t micro);
+
 // How a requested batch is run: `count` micro-batches of at most `micro`
-// samples (the last may be smaller).
+// samples, as even as micro_batch_sizes() makes them.
 struct BatchSplit {
   int64_t requested = 0, micro = 0, count = 1;
   MemoryPlan plan;  // at `micro`
-  std::string
-      decision;  // "cpu:0: batch 64 needs 210 MiB > 128 MiB limit; running 4 micro-batches of 16"; empty when not split
+  // "cpu:0: batch 64 needs 210 MiB > 128 MiB limit; running 4 micro-batches of 16"; empty when not split
+  std::string decision;
 };
 
 // The largest batch up to `upto` whose plan fits every device. Throws
@@ -106,7 +115,8 @@ struct BatchSplit {
 int64_t largest_fitting_batch(const PlanInputs& in, int64_t upto);
 
 // The largest micro-batch up to `requested` that fits every device, evened
-// out over the micro-batches it takes (64 that fits 20 runs as 4 of 16).
+// out over the micro-batches it takes (64 that fits 20 runs as 4 of 16; 64
+// that fits 7 as 10: four of 7 and six of 6).
 // Throws devmap::Error (kInvalidInput) when one sample does not fit a
 // device, naming the device, its largest op, the bytes against the limit
 // and what to change.

@@ -18,7 +18,7 @@ namespace devmap::wire {
 constexpr uint32_t kMagic = 0x50414d44;  // "DMAP" little-endian
 // Bumped whenever a message's layout or meaning changes; HELLO carries it
 // and a mismatch ends the handshake with an error.
-constexpr uint32_t kProtocolVersion = 3;
+constexpr uint32_t kProtocolVersion = 4;
 
 enum class MsgType : uint32_t {
   kHello = 1,     // worker -> coordinator: Hello
@@ -84,13 +84,14 @@ static_assert(sizeof(Step) == 40 && std::is_trivially_copyable_v<Step>);
 
 struct StepDone {
   int64_t step;
-  float loss;    // the loss op's value (0 when the worker has none)
-  float metric;  // the first metric op's value (0 when none)
-  double compute_seconds;
-  uint32_t param_stats;  // ParamStat entries that follow
+  float loss;              // the loss op's value (0 when the worker has none)
+  float metric;            // the first metric op's value (0 when none)
+  double compute_seconds;  // from STEP to the end of its work
+  double wait_seconds;     // of which waiting for other devices (receives, free slots)
+  uint32_t param_stats;    // ParamStat entries that follow
   uint32_t reserved;
 };
-static_assert(sizeof(StepDone) == 32 && std::is_trivially_copyable_v<StepDone>);
+static_assert(sizeof(StepDone) == 40 && std::is_trivially_copyable_v<StepDone>);
 
 struct ParamStat {
   char name[48];  // "conv1.weight", NUL-terminated (truncated if longer)

@@ -267,6 +267,7 @@ class Worker {
     }
     exec_->finish_step(info);
     done.compute_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    done.wait_seconds = exec_->take_wait_seconds();
     std::string body(reinterpret_cast<const char*>(&done), sizeof done);
     if (stats) {
       auto& params = exec_->parameters();

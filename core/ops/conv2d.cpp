@@ -31,7 +31,7 @@ OpSchema conv2d_schema() {
     int64_t ow = window_out(in[0][2], k, st, p, in[0], "kernel");
     Shape out{a.get_int("filters"), oh, ow};
     // An unknown or impossible algorithm is a config error, found here.
-    resolve_conv_algorithm(parse_conv_algorithm(a.get_string("algorithm")), ConvGeometry::of(a, in[0], out));
+    conv_algorithm_of(a, ConvGeometry::of(a, in[0], out));
     return out;
   };
   s.params = [](const Attrs& a, const std::vector<Shape>& in) {
@@ -55,8 +55,7 @@ OpSchema conv2d_schema() {
                          64.0 * static_cast<double>(g.channels + g.filters) *
                              static_cast<double>(std::max(g.positions(), g.in_plane()) + g.filters);
     if (rough * 16 > 0x1p58) return uint64_t{1} << 62;
-    const ConvAlgorithm algorithm = resolve_conv_algorithm(parse_conv_algorithm(a.get_string("algorithm")), g);
-    return conv_cpu_workspace_bytes(g, algorithm, std::clamp<int64_t>(batch, 1, 8));
+    return conv_cpu_workspace_bytes(g, conv_algorithm_of(a, g), std::clamp<int64_t>(batch, 1, 8));
   };
   return s;
 }

@@ -56,6 +56,10 @@ ConvAlgorithm resolve_conv_algorithm(ConvAlgorithm requested, const ConvGeometry
   return why_not.empty() && g.channels >= 8 && g.filters >= 8 ? ConvAlgorithm::kWinograd : ConvAlgorithm::kGemm;
 }
 
+ConvAlgorithm conv_algorithm_of(const Attrs& attrs, const ConvGeometry& g) {
+  return resolve_conv_algorithm(parse_conv_algorithm(attrs.get_string("algorithm")), g);
+}
+
 GemmConvLayout::GemmConvLayout(const ConvGeometry& g) {
   const int64_t per_sample = g.patch() * g.positions();
   group =

@@ -40,6 +40,8 @@ std::string winograd_unsupported(const ConvGeometry& g);
 // The algorithm the CPU kernel runs: never kAuto. A requested kWinograd
 // that cannot run throws kInvalidInput with the reason.
 ConvAlgorithm resolve_conv_algorithm(ConvAlgorithm requested, const ConvGeometry& g);
+// resolve_conv_algorithm of the node's `algorithm` attribute.
+ConvAlgorithm conv_algorithm_of(const Attrs& attrs, const ConvGeometry& g);
 
 // Sizes are in floats. The workspace is `shared` floats, then `lanes`
 // blocks of `lane` floats, one per lane of consecutive samples (see

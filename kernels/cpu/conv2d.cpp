@@ -43,9 +43,8 @@ int64_t Conv2dKernel::lanes(int64_t batch) const {
 }
 
 ConvAlgorithm Conv2dKernel::algorithm(const Node& node) const {
-  const ConvAlgorithm requested =
-      algorithm_ != ConvAlgorithm::kAuto ? algorithm_ : parse_conv_algorithm(node.attrs.get_string("algorithm"));
-  return resolve_conv_algorithm(requested, geometry_of(node));
+  const ConvGeometry g = geometry_of(node);
+  return algorithm_ != ConvAlgorithm::kAuto ? resolve_conv_algorithm(algorithm_, g) : conv_algorithm_of(node.attrs, g);
 }
 
 int64_t Conv2dKernel::group_samples(const Node& node) {
@@ -53,8 +52,9 @@ int64_t Conv2dKernel::group_samples(const Node& node) {
 }
 
 size_t Conv2dKernel::lane_bytes(const Node& node) const {
-  return conv_cpu_workspace_bytes(geometry_of(node), algorithm(node), 1) -
-         conv_cpu_workspace_bytes(geometry_of(node), algorithm(node), 0);
+  const ConvGeometry g = geometry_of(node);
+  const ConvAlgorithm algo = algorithm(node);
+  return conv_cpu_workspace_bytes(g, algo, 1) - conv_cpu_workspace_bytes(g, algo, 0);
 }
 
 size_t Conv2dKernel::workspace_bytes(const Node& node, int64_t batch) const {
@@ -66,13 +66,14 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
   const int64_t batch = args.inputs[0].shape[0];
   assert(args.output.shape == args.node.out_shape_for(batch));
   const int64_t lane_count = lanes(batch), p = g.positions(), o_n = g.filters;
-  check_workspace(args.node, workspace_bytes(args.node, batch), args.ctx);
+  const ConvAlgorithm algo = algorithm(args.node);
+  check_workspace(args.node, conv_cpu_workspace_bytes(g, algo, lane_count), args.ctx);
   const float* x = args.inputs[0].data;
   const float* w = args.params[0].data;
   const float* bias = args.params.size() > 1 ? args.params[1].data : nullptr;
   float* y = args.output.data;
   if (batch == 0) return;
-  if (algorithm(args.node) == ConvAlgorithm::kWinograd) {
+  if (algo == ConvAlgorithm::kWinograd) {
     WinogradConv(g).forward(args.ctx.pool, batch, lane_count, x, w, bias, y, args.ctx.workspace);
     return;
   }
@@ -138,10 +139,11 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
     return;
   }
 
-  check_workspace(args.node, workspace_bytes(args.node, batch), args.ctx);
+  const ConvAlgorithm algo = algorithm(args.node);
+  check_workspace(args.node, conv_cpu_workspace_bytes(g, algo, lane_count), args.ctx);
   const float* x = args.inputs[0].data;
   const float* w = args.params[0].data;
-  if (algorithm(args.node) == ConvAlgorithm::kWinograd) {
+  if (algo == ConvAlgorithm::kWinograd) {
     const WinogradConv wino(g);
     if (dw != nullptr)
       wino.backward_weights(args.ctx.pool, batch, lane_count, x, dy, dw, args.accumulate, args.ctx.workspace);

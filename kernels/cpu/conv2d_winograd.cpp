@@ -128,14 +128,23 @@ static_assert(WinogradConvLayout::kTile + 5 - 1 <= winograd::kMaxAlpha, "kernel 
 // Where the tiles of a group come from: `channels` planes of in_h x in_w per
 // sample, zero-padded by `pad` on the top and left (and as far as the tiles
 // reach on the bottom and right); tile (ty, tx) reads the extent x extent
-// padded pixels from (ty*m, tx*m).
+// padded pixels from (ty*m, tx*m), m = kTile.
+constexpr int64_t kTile = WinogradConvLayout::kTile;
+
 struct TileSource {
   const float* data;  // the group's first sample
   int64_t channels, in_h, in_w, pad;
   int64_t tiles_h, tiles_w;
-  int extent, m;
-  int64_t padded_h() const { return (tiles_h - 1) * m + extent; }
-  int64_t padded_w() const { return (tiles_w - 1) * m + extent; }
+  int extent;
+  int64_t padded_h() const { return (tiles_h - 1) * kTile + extent; }
+  int64_t padded_w() const { return (tiles_w - 1) * kTile + extent; }
+};
+
+// Tile t of a group, numbered (s * tiles_h + ty) * tiles_w + tx.
+struct TileIndex {
+  int64_t sample, ty, tx;
+  TileIndex(int64_t t, int64_t tiles_h, int64_t tiles_w)
+      : sample(t / (tiles_h * tiles_w)), ty(t % (tiles_h * tiles_w) / tiles_w), tx(t % tiles_w) {}
 };
 
 // planes[s] = channel c of sample s, zero-padded as src says.
@@ -170,8 +179,8 @@ DEVMAP_INLINE void transform_tiles_fixed(const Table& mat, const TileSource& src
     for (int64_t t0 = 0; t0 < tp; t0 += kLanes) {
       const float* b[kLanes];
       for (int64_t l = 0; l < kLanes; ++l) {
-        const int64_t t = t0 + l, s = t / per_sample, ty = (t % per_sample) / src.tiles_w, tx = t % src.tiles_w;
-        b[l] = t < valid ? planes + s * ph * pw + ty * src.m * pw + tx * src.m : zeros;
+        const TileIndex tile(t0 + l, src.tiles_h, src.tiles_w);
+        b[l] = t0 + l < valid ? planes + tile.sample * ph * pw + tile.ty * kTile * pw + tile.tx * kTile : zeros;
       }
       Vec in[E * E], res[A * A];
       for (int i = 0; i < E; ++i) {
@@ -208,7 +217,6 @@ DEVMAP_SIMD_CLONES void transform_tiles(TileTransform which, int kernel, const T
 struct TileSink {
   float* data;  // the group's first sample
   int64_t channels, out_h, out_w, tiles_h, tiles_w;
-  int m;
 };
 
 template <int M, int A>
@@ -224,9 +232,10 @@ DEVMAP_INLINE void untransform_tiles_fixed(const Table& at, const float* prod, i
       alignas(sizeof(Vec)) float tiles[M * M][kLanes];
       std::memcpy(tiles, res, sizeof tiles);
       for (int64_t l = 0; l < kLanes && t0 + l < valid; ++l) {
-        const int64_t t = t0 + l, s = t / per_sample, ty = (t % per_sample) / dst.tiles_w, tx = t % dst.tiles_w;
-        float* out = dst.data + (s * dst.channels + c) * plane + ty * M * dst.out_w + tx * M;
-        const int64_t rows = std::min<int64_t>(M, dst.out_h - ty * M), cols = std::min<int64_t>(M, dst.out_w - tx * M);
+        const TileIndex tile(t0 + l, dst.tiles_h, dst.tiles_w);
+        float* out = dst.data + (tile.sample * dst.channels + c) * plane + tile.ty * M * dst.out_w + tile.tx * M;
+        const int64_t rows = std::min<int64_t>(M, dst.out_h - tile.ty * M);
+        const int64_t cols = std::min<int64_t>(M, dst.out_w - tile.tx * M);
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t j = 0; j < cols; ++j) out[i * dst.out_w + j] = tiles[i * M + j][l] + b;
       }
@@ -334,21 +343,14 @@ void WinogradConv::correlate(const Pass& p, ThreadPool* pool, int64_t batch, int
         const int64_t sp = WinogradConvLayout::point_stride(p.out_channels, tp);
         float* v = ws + lay_.transformed;
         float* prod = v + points * sv;
-        const TileSource src{in + n0 * p.in_channels * in_plane,
-                             p.in_channels,
-                             p.in_h,
-                             p.in_w,
-                             p.pad,
-                             p.tiles_h,
-                             p.tiles_w,
-                             lay_.alpha,
-                             lay_.m};
+        const TileSource src{
+            in + n0 * p.in_channels * in_plane, p.in_channels, p.in_h, p.in_w, p.pad, p.tiles_h, p.tiles_w, lay_.alpha};
         transform_tiles(TileTransform::kInput, kernel_, src, count, tp, sv, ws + lay_.planes, v);
         for (int64_t xi = 0; xi < points; ++xi)
           sgemm(false, false, p.out_channels, tp, p.in_channels, u + xi * su, p.in_channels, v + xi * sv, tp, 0.0f,
                 prod + xi * sp, tp);
         const TileSink dst{
-            out + n0 * p.out_channels * out_plane, p.out_channels, p.out_h, p.out_w, p.tiles_h, p.tiles_w, lay_.m};
+            out + n0 * p.out_channels * out_plane, p.out_channels, p.out_h, p.out_w, p.tiles_h, p.tiles_w};
         untransform_tiles(kernel_, prod, count, tp, sp, bias, dst);
       }
     }
@@ -388,18 +390,11 @@ void WinogradConv::backward_weights(ThreadPool* pool, int64_t batch, int64_t lan
         const int64_t sv = WinogradConvLayout::point_stride(c_n, tp), sd = WinogradConvLayout::point_stride(o_n, tp);
         float* v = ws + lay_.transformed;
         float* d = v + points * sv;
-        const TileSource xs{x + n0 * c_n * g_.in_plane(),
-                            c_n,
-                            g_.height,
-                            g_.width,
-                            g_.padding,
-                            lay_.tiles_h,
-                            lay_.tiles_w,
-                            lay_.alpha,
-                            lay_.m};
+        const TileSource xs{
+            x + n0 * c_n * g_.in_plane(), c_n, g_.height, g_.width, g_.padding, lay_.tiles_h, lay_.tiles_w, lay_.alpha};
         transform_tiles(TileTransform::kInput, kernel_, xs, count, tp, sv, ws + lay_.planes, v);
-        const TileSource dys{
-            dy + n0 * o_n * g_.positions(), o_n, g_.out_h, g_.out_w, 0, lay_.tiles_h, lay_.tiles_w, lay_.m, lay_.m};
+        const TileSource dys{dy + n0 * o_n * g_.positions(), o_n, g_.out_h, g_.out_w, 0, lay_.tiles_h, lay_.tiles_w,
+                             WinogradConvLayout::kTile};
         transform_tiles(TileTransform::kOutputGradient, kernel_, dys, count, tp, sd, ws + lay_.planes, d);
         for (int64_t xi = 0; xi < points; ++xi)
           sgemm(false, true, o_n, c_n, tp, d + xi * sd, tp, v + xi * sv, tp, n0 > begin ? 1.0f : 0.0f,

@@ -76,8 +76,8 @@ TEST(Overrides, UnknownPathsNameTheValidKeys) {
   EXPECT_EQ(err({"trian.epochs=1"}),
             "--set trian.epochs=1: unknown key 'trian' at the top level (did you mean 'train'?)");
   EXPECT_EQ(err({"train.optimizer.lr=1"}),
-            "--set train.optimizer.lr=1: unknown key 'lr' in train.optimizer (valid: type, learning_rate, momentum, "
-            "weight_decay, beta1, beta2, epsilon)");
+            "--set train.optimizer.lr=1: unknown key 'lr' in train.optimizer (type momentum) (valid: type, "
+            "learning_rate, weight_decay, momentum)");
   EXPECT_EQ(err({"devices.cpu:0.thread=1"}),
             "--set devices.cpu:0.thread=1: unknown key 'thread' in devices.cpu:0 (did you mean 'threads'?)");
   EXPECT_EQ(err({"devices.cpu0.threads=1"}),

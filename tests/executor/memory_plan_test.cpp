@@ -281,6 +281,30 @@ TEST(SplitBatch, LargestEvenMicroBatchThatFits) {
   EXPECT_TRUE(s.decision.empty());
 }
 
+TEST(SplitBatch, UnevenSplitsAreAsEvenAsPossible) {
+  // 64 samples at most 7 a micro-batch: ten, four of 7 and six of 6.
+  EXPECT_EQ(micro_batch_sizes(64, 7), (std::vector<int64_t>{7, 7, 7, 7, 6, 6, 6, 6, 6, 6}));
+  EXPECT_EQ(describe_micro_batches(64, 7), "4 of 7 and 6 of 6");
+  EXPECT_EQ(split_phrase(64, 7), "10 micro-batches: 4 of 7 and 6 of 6");
+  EXPECT_EQ(split_phrase(64, 16), "4 micro-batches of 16");
+  EXPECT_EQ(split_phrase(64, 20), "4 micro-batches of 16");
+  EXPECT_EQ(micro_batch_sizes(5, 8), (std::vector<int64_t>{5}));
+  EXPECT_TRUE(micro_batch_sizes(0, 8).empty());
+  for (int64_t batch = 1; batch <= 200; ++batch)
+    for (int64_t micro = 1; micro <= batch; ++micro) {
+      std::vector<int64_t> sizes = micro_batch_sizes(batch, micro);
+      int64_t sum = 0;
+      for (int64_t n : sizes) {
+        sum += n;
+        EXPECT_LE(n, micro);
+        EXPECT_GE(n, sizes.back());
+        EXPECT_LE(sizes.front() - n, 1);
+      }
+      EXPECT_EQ(sum, batch);
+      EXPECT_EQ(static_cast<int64_t>(sizes.size()), (batch + micro - 1) / micro);
+    }
+}
+
 TEST(SplitBatch, ImpossibleBudgetNamesDeviceOpBytesAndRemedy) {
   Graph g = split_cnn();
   Program p = build_training_program(g);

@@ -44,7 +44,8 @@ TEST(PlanCommand, PrintsDevicesOpsAndCutEdgesAndRunsNothing) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* want :
        {"memory plan of ", "(train): batch 64", "cpu:0: ", "cpu:1: ", "conv1 (conv2d)", "fc1 (dense)",
-        "transport slots it writes", "cut edges", "pool2 [256,64,7,7]: cpu:0 -> cpu:1"})
+        "transport slots it writes", "cut edges (per batch of 64)", "pool2 [64,64,7,7]: cpu:0 -> cpu:1",
+        "evaluation in batches of 64; workers allocate for 64 samples"})
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
   for (const std::string& e : tree_entries(dir.path()))  // plan starts no run: no run directory or socket
     EXPECT_TRUE(e.ends_with("stdout.txt") || e.ends_with("stderr.txt")) << e;

@@ -1,0 +1,51 @@
+// DeviceBusy: how much of a run each device spent on its own work. The one
+// place where busy and idle fractions are computed; the end-of-run summary,
+// the metrics and the pipeline timeline read them from here.
+//
+// A device's busy time is, per step, its worker's time from STEP to the end
+// of its work less what it spent waiting for other devices (a tensor to
+// receive, a free slot to send into). The run's time is the coordinator's:
+// from sending each step to having every result. busy / run time is the
+// device's busy fraction; the rest is its idle fraction (waiting for its
+// peers or for the coordinator).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/json_writer.h"
+
+namespace devmap {
+
+class DeviceBusy {
+ public:
+  // One device's part of one step.
+  void add_work(const std::string& device, double compute_seconds, double wait_seconds);
+  // The coordinator's time for one step (send to last result).
+  void add_step(double wall_seconds);
+
+  struct Share {
+    std::string device;
+    double busy_seconds = 0;
+    double fraction = 0;  // busy_seconds / wall_seconds, in [0, 1]
+  };
+  // Every device that worked, by name.
+  std::vector<Share> shares() const;
+  double wall_seconds() const { return wall_; }
+
+ private:
+  std::map<std::string, double> busy_;
+  double wall_ = 0;
+};
+
+// "device busy: cpu:0 45%, cpu:1 12% of the run's step time".
+std::string busy_summary(const DeviceBusy& busy);
+// Adds "device_busy": {"cpu:0": 0.45, ...} (busy fractions) to a metrics line.
+void add_busy_fields(JsonObject& line, const DeviceBusy& busy);
+// When several devices worked and every one was idle more than half the
+// time: a sentence that says so and what to do; otherwise nothing.
+std::optional<std::string> split_advice(const DeviceBusy& busy);
+
+}  // namespace devmap
