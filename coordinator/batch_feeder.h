@@ -18,6 +18,17 @@
 
 namespace devmap {
 
+// A BatchFeeder's source of samples: a data set held in memory, visited in
+// `order`. (PredictionInput, which reads its file as it goes, is the other.)
+struct OrderedSamples {
+  const Dataset& data;
+  const std::vector<int64_t>& order;
+  int64_t count() const { return static_cast<int64_t>(order.size()); }
+  void fill(int64_t first, int64_t n, float* images, float* labels) const {
+    fill_batch(data, order, first, n, images, labels);
+  }
+};
+
 class BatchFeeder {
  public:
   BatchFeeder(WorkerGroup& group, ShmSegment& segment, const InputLayout& layout, int image_node, int label_node)
@@ -28,7 +39,8 @@ class BatchFeeder {
     }
   }
 
-  // Runs batches of `batch_size` samples of `order` (at most max_batches,
+  // Runs batches of `batch_size` samples of `source` (OrderedSamples or
+  // PredictionInput: count() samples, fill() writes them in order; at most max_batches,
   // -1: all), each as micro-batches of at most `micro` samples, as even as
   // micro_batch_sizes() makes them (training only; others pass micro ==
   // batch_size). Calls on_done(index, batch,
@@ -38,10 +50,10 @@ class BatchFeeder {
   // until two more have been sent. After SIGINT or SIGTERM it stops at the
   // next batch boundary (the micro-batches of a step always run to its
   // end) and returns false; true when every batch ran.
-  template <typename OnDone>
-  bool run(const Dataset& data, const std::vector<int64_t>& order, int64_t batch_size, int64_t micro,
-           int64_t first_step, uint32_t flags, int64_t max_batches, OnDone on_done) {
-    const int64_t count = static_cast<int64_t>(order.size());
+  template <typename Source, typename OnDone>
+  bool run(Source&& source, int64_t batch_size, int64_t micro, int64_t first_step, uint32_t flags, int64_t max_batches,
+           OnDone on_done) {
+    const int64_t count = source.count();
     int64_t batches = (count + batch_size - 1) / batch_size;
     if (max_batches >= 0) batches = std::min(batches, max_batches);
     if (batches == 0) return true;
@@ -60,7 +72,7 @@ class BatchFeeder {
     };
     int64_t i = 0, j = 0, sent = 0;
     Unit next = unit_of(0, 0);
-    fill(data, order, 0, next);
+    fill(source, 0, next);
     StepResult sum;
     for (;;) {
       if (j == 0 && interrupted()) return false;
@@ -84,7 +96,7 @@ class BatchFeeder {
       bool more = ni < batches;
       if (more) {
         next = unit_of(ni, nj);
-        fill(data, order, sent + 1, next);
+        fill(source, sent + 1, next);
       }
       StepResult r = group_.collect();
       sum.loss += r.loss;
@@ -105,12 +117,12 @@ class BatchFeeder {
   void set_first_step_flags(uint32_t f) { extra_first_flags_ = f; }
 
  private:
-  template <typename Unit>
-  void fill(const Dataset& data, const std::vector<int64_t>& order, int64_t index, const Unit& u) {
+  template <typename Source, typename Unit>
+  void fill(Source& source, int64_t index, const Unit& u) {
     char* base =
         static_cast<char*>(segment_.data()) + static_cast<uint64_t>(index % layout_.slots) * layout_.slot_bytes;
-    fill_batch(data, order, u.first, u.size, reinterpret_cast<float*>(base + image_off_),
-               reinterpret_cast<float*>(base + label_off_));
+    source.fill(u.first, u.size, reinterpret_cast<float*>(base + image_off_),
+                reinterpret_cast<float*>(base + label_off_));
   }
 
   WorkerGroup& group_;

@@ -158,6 +158,10 @@ Config load_tree(YAML::Node root, const std::string& name, const std::vector<std
   config.train = read_train(src, top.has("train") ? top.value("train") : YAML::Node());
   config.predict = read_predict(src, top.has("predict") ? top.value("predict") : YAML::Node());
   config.faults = read_faults(src, top.has("faults") ? top.value("faults") : YAML::Node());
+  if (top.has("coordinator")) {
+    MapReader coordinator(src, top.value("coordinator"), section("coordinator"), config_keys::kCoordinator);
+    if (coordinator.has("memory_limit")) config.coordinator_memory_limit = read_memory_limit(coordinator);
+  }
   ModelGraph model = build_model_graph(top.value("model"), src, config.job, config.devices);
   check_place_matches(device_map.place, model.graph, model.groups, src);
   config.placement_reason = place_ops(model.graph, model.requests, device_map.place, config.default_device);

@@ -99,10 +99,11 @@ struct Config {
   TrainConfig train;
   PredictConfig predict;
   FaultConfig faults;
-  std::vector<DeviceSpec> devices;    // declared devices, in file order
-  std::string default_device;         // device_map.default, resolved (never empty)
-  bool allow_soft_placement = false;  // ops on an unusable GPU move to a CPU device instead of failing
-  std::vector<PlaceRule> place;       // device_map.place, in order; each matches at least one op
+  int64_t coordinator_memory_limit = 0;  // coordinator.memory_limit in bytes; 0 = no limit
+  std::vector<DeviceSpec> devices;       // declared devices, in file order
+  std::string default_device;            // device_map.default, resolved (never empty)
+  bool allow_soft_placement = false;     // ops on an unusable GPU move to a CPU device instead of failing
+  std::vector<PlaceRule> place;          // device_map.place, in order; each matches at least one op
 
   // Why each op runs where it does, parallel to graph.nodes(): the rule of
   // the precedence in docs/CONFIG.md that placed it, one of

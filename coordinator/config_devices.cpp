@@ -9,7 +9,6 @@
 #include "coordinator/yaml_scalar.h"
 
 namespace devmap {
-namespace {
 
 int64_t read_memory_limit(const MapReader& map) {
   const YAML::Node& limit = map.value("memory_limit");
@@ -21,6 +20,8 @@ int64_t read_memory_limit(const MapReader& map) {
                                        describe_node(limit) + " (units: " + kByteSizeUnits + ")");
   return *bytes;
 }
+
+namespace {
 
 // A list of distinct core ids in [0, kMaxCpuCores); [] means not pinned.
 std::vector<int> read_affinity(const YamlSource& src, const MapReader& map) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "coordinator/config.h"
+#include "coordinator/yaml_map.h"
 #include "coordinator/yaml_source.h"
 
 namespace devmap {
@@ -19,6 +20,10 @@ constexpr int kMaxCpuCores = 1024;
 // {threads, memory_limit, affinity}, in file order. `anchor` is where to
 // point when `node` is not such a mapping.
 std::vector<DeviceSpec> read_devices(const YamlSource& src, const YAML::Node& node, const YAML::Node& anchor);
+
+// The `memory_limit` of `map` (a device's, or the coordinator's): a size
+// such as 64MiB, >= 0.
+int64_t read_memory_limit(const MapReader& map);
 
 // "cpu:0, gpu:0": the declared devices, for messages.
 std::string declared_devices(const std::vector<DeviceSpec>& devices);

@@ -7,8 +7,10 @@
 
 namespace devmap::config_keys {
 
-inline const std::vector<std::string> kTop = {
-    "job", "model", "data", "train", "predict", "devices", "device_map", "allow_soft_placement", "faults"};
+inline const std::vector<std::string> kTop = {"job",     "model",      "data",       "train",
+                                              "predict", "devices",    "device_map", "allow_soft_placement",
+                                              "faults",  "coordinator"};
+inline const std::vector<std::string> kCoordinator = {"memory_limit"};
 inline const std::vector<std::string> kFaults = {"step_timeout", "heartbeat_timeout", "grace_period"};
 inline const std::vector<std::string> kPredict = {"weights", "input", "output", "batch"};
 inline const std::vector<std::string> kModel = {"ops"};

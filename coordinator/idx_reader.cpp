@@ -160,6 +160,41 @@ std::vector<uint8_t> load_idx_labels(const std::string& path, int64_t limit) {
   return labels;
 }
 
+struct IdxImageReader::File {
+  explicit File(const std::string& path) : idx(path) {}
+  IdxFile idx;
+  std::string what;  // "N images of RxC", for messages
+};
+
+IdxImageReader::IdxImageReader(const std::string& path) : file_(std::make_unique<File>(path)) {
+  IdxFile& file = file_->idx;
+  file.expect_magic(kImageMagic, "image");
+  count_ = checked_count(file, file.read_u32("image count"), "image count");
+  rows_ = checked_count(file, file.read_u32("rows"), "row count");
+  cols_ = checked_count(file, file.read_u32("columns"), "column count");
+  if (rows_ == 0 || cols_ == 0 || rows_ * cols_ > kMaxImageBytes)
+    file.fail("has an implausible image size " + std::to_string(rows_) + "x" + std::to_string(cols_) +
+              " in its header");
+  file_->what = std::to_string(count_) + " images of " + std::to_string(rows_) + "x" + std::to_string(cols_);
+}
+
+IdxImageReader::~IdxImageReader() = default;
+
+void IdxImageReader::read(int64_t n, float* out) {
+  if (n < 0 || next_ + n > count_)
+    throw_runtime("read past the " + std::to_string(count_) + " images of the file");  // a caller's bug
+  const size_t bytes = static_cast<size_t>(n * rows_ * cols_);
+  bytes_.resize(bytes);
+  const size_t got = file_->idx.read(bytes_.data(), bytes);
+  if (got != bytes)
+    file_->idx.fail("is truncated: the header announces " + file_->what + " but the file ends after " +
+                    std::to_string(next_ + static_cast<int64_t>(got / static_cast<size_t>(rows_ * cols_))) +
+                    " whole images");
+  for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<float>(bytes_[i]) / 255.0f;
+  next_ += n;
+  if (next_ == count_) file_->idx.expect_end(file_->what);
+}
+
 LabeledImages load_idx_dataset(const std::string& images_path, const std::string& labels_path, int64_t limit) {
   LabeledImages out{load_idx_images(images_path, limit), load_idx_labels(labels_path, limit)};
   if (out.images.count != static_cast<int64_t>(out.labels.size()))

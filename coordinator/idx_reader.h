@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,31 @@ struct ImageSet {
 // magic number, a truncated file, or (when the whole file is read) bytes
 // beyond what the header announces.
 ImageSet load_idx_images(const std::string& path, int64_t limit = 0);
+
+// The images of an IDX image file read in order, a few at a time, so that
+// memory does not grow with the file: the header is read and checked when it
+// opens, read() converts the next images, and reading the last one checks
+// that nothing follows. Errors are those of load_idx_images, found as the
+// reading gets there.
+class IdxImageReader {
+ public:
+  explicit IdxImageReader(const std::string& path);
+  ~IdxImageReader();
+  IdxImageReader(const IdxImageReader&) = delete;
+  IdxImageReader& operator=(const IdxImageReader&) = delete;
+
+  int64_t count() const { return count_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  // The next `n` images as rows*cols floats each, byte / 255.
+  void read(int64_t n, float* out);
+
+ private:
+  struct File;
+  std::unique_ptr<File> file_;
+  int64_t count_ = 0, rows_ = 0, cols_ = 0, next_ = 0;
+  std::vector<uint8_t> bytes_;  // one read's worth
+};
 
 // Reads a label file (magic 0x00000801: count, then one byte per label).
 // Same limit and errors as load_idx_images.

@@ -3,69 +3,96 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
 
-#include "coordinator/idx_reader.h"
 #include "core/error.h"
 
 namespace devmap {
 namespace {
 
-Dataset load_csv(const std::string& path, const Shape& expected) {
-  std::ifstream in(path);
-  if (!in) throw_invalid("cannot open input '" + path + "': " + std::strerror(errno));
-  Dataset d;
-  d.name = path;
-  d.sample_shape = expected;
-  const int64_t width = expected.numel();
-  std::string line;
-  int64_t line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    if (line_no == 1 && !std::isdigit(static_cast<unsigned char>(line[0]))) continue;  // a header
-    int64_t col = 0;
-    const char* p = line.data();
-    const char* end = p + line.size();
-    while (p <= end) {
-      const char* comma = static_cast<const char*>(std::memchr(p, ',', static_cast<size_t>(end - p)));
-      const char* stop = comma ? comma : end;
-      int value = -1;
-      auto [q, ec] = std::from_chars(p, stop, value);
-      if (ec != std::errc() || q != stop || value < 0 || value > 255)
-        throw_invalid(path + ":" + std::to_string(line_no) + ": column " + std::to_string(col + 1) +
-                      " is not a pixel value 0-255: '" + std::string(p, stop) + "'");
-      d.pixels.push_back(static_cast<float>(value) / 255.0f);
-      ++col;
-      if (!comma) break;
-      p = comma + 1;
-    }
-    if (col != width)
-      throw_invalid(path + ":" + std::to_string(line_no) + ": " + std::to_string(col) + " pixels, the model's input " +
-                    expected.to_string() + " needs " + std::to_string(width));
-    ++d.count;
+bool is_csv(const std::string& path) {
+  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
+}
+
+// Reads CSV line `line_no` (`line` without its end) into `out` (null: only
+// checks it). Returns false for a line that holds no image (blank, header).
+bool parse_csv_row(const std::string& path, int64_t line_no, std::string& line, int64_t width, const Shape& expected,
+                   float* out) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.empty()) return false;
+  if (line_no == 1 && !std::isdigit(static_cast<unsigned char>(line[0]))) return false;  // a header
+  int64_t col = 0;
+  const char* p = line.data();
+  const char* end = p + line.size();
+  while (p <= end) {
+    const char* comma = static_cast<const char*>(std::memchr(p, ',', static_cast<size_t>(end - p)));
+    const char* stop = comma ? comma : end;
+    int value = -1;
+    auto [q, ec] = std::from_chars(p, stop, value);
+    if (ec != std::errc() || q != stop || value < 0 || value > 255)
+      throw_invalid(path + ":" + std::to_string(line_no) + ": column " + std::to_string(col + 1) +
+                    " is not a pixel value 0-255: '" + std::string(p, stop) + "'");
+    if (out && col < width) out[col] = static_cast<float>(value) / 255.0f;
+    ++col;
+    if (!comma) break;
+    p = comma + 1;
   }
-  if (d.count == 0) throw_invalid(path + ": no images");
-  d.labels.assign(static_cast<size_t>(d.count), 0);
-  return d;
+  if (col != width)
+    throw_invalid(path + ":" + std::to_string(line_no) + ": " + std::to_string(col) + " pixels, the model's input " +
+                  expected.to_string() + " needs " + std::to_string(width));
+  return true;
+}
+
+std::unique_ptr<std::ifstream> open_csv(const std::string& path) {
+  auto in = std::make_unique<std::ifstream>(path);
+  if (!*in) throw_invalid("cannot open input '" + path + "': " + std::strerror(errno));
+  return in;
 }
 
 }  // namespace
 
-Dataset load_prediction_input(const std::string& path, const Shape& expected) {
-  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0) return load_csv(path, expected);
-  ImageSet img = load_idx_images(path, 0);
-  Dataset d;
-  d.name = path;
-  d.count = img.count;
-  d.sample_shape = Shape{1, img.rows, img.cols};
-  if (d.sample_shape != expected)
-    throw_invalid(path + ": images are " + d.sample_shape.to_string() +
-                  " per sample, but the model's input op expects " + expected.to_string());
-  d.pixels = std::move(img.pixels);
-  d.labels.assign(static_cast<size_t>(d.count), 0);
-  return d;
+PredictionInput::PredictionInput(const std::string& path, const Shape& expected)
+    : path_(path), width_(expected.numel()) {
+  if (is_csv(path)) {
+    // First pass: count and check every row, holding one line at a time.
+    std::unique_ptr<std::ifstream> in = open_csv(path);
+    std::string line;
+    for (int64_t line_no = 1; std::getline(*in, line); ++line_no)
+      if (parse_csv_row(path, line_no, line, width_, expected, nullptr)) ++count_;
+    if (count_ == 0) throw_invalid(path + ": no images");
+    csv_ = open_csv(path);
+    return;
+  }
+  idx_ = std::make_unique<IdxImageReader>(path);
+  const Shape shape{1, idx_->rows(), idx_->cols()};
+  if (shape != expected)
+    throw_invalid(path + ": images are " + shape.to_string() + " per sample, but the model's input op expects " +
+                  expected.to_string());
+  count_ = idx_->count();
+  if (count_ == 0) throw_invalid(path + ": no images");
+}
+
+PredictionInput::~PredictionInput() = default;
+
+void PredictionInput::fill(int64_t first, int64_t n, float* images, float* labels) {
+  if (first != next_ || first + n > count_)
+    throw_runtime("images " + std::to_string(first) + ".." + std::to_string(first + n) + " of " + path_ +
+                  " asked for out of order");  // a caller's bug
+  std::memset(labels, 0, static_cast<size_t>(n) * sizeof(float));
+  if (idx_) {
+    idx_->read(n, images);
+  } else {
+    std::string line;
+    for (int64_t k = 0; k < n;) {
+      if (!std::getline(*csv_, line)) throw_invalid(path_ + " changed while it was read: it holds fewer images now");
+      ++csv_line_;
+      if (parse_csv_row(path_, csv_line_, line, width_, Shape{width_}, images + k * width_)) ++k;
+    }
+  }
+  next_ += n;
+}
+
+uint64_t PredictionInput::buffer_bytes(const Shape& sample, int64_t batch) {
+  return static_cast<uint64_t>(sample.numel() * batch);  // one batch of bytes (IDX) or less (a CSV line)
 }
 
 }  // namespace devmap

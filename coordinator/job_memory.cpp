@@ -2,10 +2,39 @@
 
 #include <algorithm>
 
+#include "coordinator/idx_reader.h"
+#include "coordinator/image_input.h"
 #include "core/error.h"
+#include "core/worker_plan.h"
 #include "transport/edge_plan.h"
 
 namespace devmap {
+namespace {
+
+// The bytes a data set of `path`'s images (at most `limit`, 0: all) takes
+// once loaded: a float per pixel and a byte per label.
+uint64_t dataset_bytes(const std::string& path, int64_t limit) {
+  IdxImageReader header(path);
+  const int64_t count = limit > 0 ? std::min(limit, header.count()) : header.count();
+  return static_cast<uint64_t>(count) * static_cast<uint64_t>(header.rows() * header.cols() * 4 + 1);
+}
+
+}  // namespace
+
+void attach_coordinator_memory(const Config& config, const Graph& graph, bool training, const std::vector<int>& outputs,
+                               JobMemory& memory) {
+  CoordinatorMemory& m = memory.coordinator;
+  m.limit = static_cast<uint64_t>(config.coordinator_memory_limit);
+  if (training) {
+    m.datasets = dataset_bytes(config.data.train_images, config.data.train_limit) +
+                 dataset_bytes(config.data.test_images, config.data.test_limit);
+  } else if (const int image = graph.find_role(OpRole::kImageInput); image >= 0) {
+    m.input_reader = PredictionInput::buffer_bytes(graph.node(image).out_shape, memory.reserve);
+  }
+  m.input_slots = InputLayout::for_graph(graph, memory.reserve, 2).total_bytes();
+  if (!outputs.empty()) m.output_slots = InputLayout::for_nodes(graph, outputs, memory.reserve, 2).total_bytes();
+  check_coordinator_memory(m, config.path);
+}
 
 PlanInputs plan_inputs(const Config& config, const Graph& graph, const Program& program, const Partition& partition,
                        const std::vector<int>& external) {

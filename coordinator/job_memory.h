@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "coordinator/config.h"
+#include "coordinator/coordinator_memory.h"
 #include "core/memory_plan.h"
 
 namespace devmap {
@@ -21,6 +22,7 @@ struct JobMemory {
   int64_t reserve = 0;                 // the (micro-)batch workers allocate for: split.micro
   MemoryPlan plan;                     // every device at `reserve`: what the workers allocate
   std::vector<std::string> decisions;  // one line per batch the budgets changed
+  CoordinatorMemory coordinator;       // the coordinator's own (attach_coordinator_memory)
 };
 
 // Splits `batch` to the devices' budgets; evaluation (eval_batch, 0: none)
@@ -29,5 +31,12 @@ struct JobMemory {
 // sample (see split_batch); the second form prefixes "CONFIG_PATH: ".
 JobMemory plan_job_memory(const PlanInputs& inputs, int64_t batch, int64_t eval_batch);
 JobMemory plan_job_memory(const PlanInputs& inputs, int64_t batch, int64_t eval_batch, const std::string& config_path);
+
+// Plans what the coordinator holds for the job (`outputs`: the ops it reads
+// back) into memory.coordinator, and checks it against
+// coordinator.memory_limit (throws devmap::Error, kInvalidInput). A training
+// job's data set sizes come from the IDX headers and data.*_limit.
+void attach_coordinator_memory(const Config& config, const Graph& graph, bool training, const std::vector<int>& outputs,
+                               JobMemory& memory);
 
 }  // namespace devmap

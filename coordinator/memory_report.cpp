@@ -14,6 +14,7 @@ void write_memory_plan_event(const JobMemory& memory, MetricsLog& metrics) {
     devices += (devices.size() > 1 ? "," : "") + dj.str();
   }
   j.add_raw("devices", devices + "]");
+  j.add_raw("coordinator", coordinator_memory_json(memory.coordinator));
   metrics.write(j);
 }
 

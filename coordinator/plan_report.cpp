@@ -55,6 +55,9 @@ void print_memory_plan(const PlanReportInfo& info, const JobMemory& m, const Gra
     if (d.limit) os << " of " << format_bytes(d.limit) << (d.fits() ? "" : "  DOES NOT FIT");
     os << "\n";
   }
+  const CoordinatorMemory& coord = m.coordinator;
+  os << "\ncoordinator: " << format_bytes(coord.total()) << " planned (" << coord.parts() << "), memory_limit "
+     << (coord.limit ? format_bytes(coord.limit) : std::string("none")) << "\n";
   os << "\ncut edges (per " << (m.split.count > 1 ? "micro-batch" : "batch") << " of " << m.reserve << "):\n";
   if (m.plan.edges.empty()) os << "  none: every op runs on one device\n";
   for (const EdgeMemory& e : m.plan.edges) {
@@ -96,6 +99,7 @@ std::string memory_plan_json(const PlanReportInfo& info, const JobMemory& m, con
     devices += (devices.size() > 1 ? "," : "") + dj.str();
   }
   j.add_raw("devices", devices + "]");
+  j.add_raw("coordinator", coordinator_memory_json(m.coordinator));
   std::string edges = "[";
   for (const EdgeMemory& e : m.plan.edges) {
     JsonObject ej;

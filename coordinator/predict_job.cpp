@@ -15,6 +15,7 @@
 #include "coordinator/run_outputs.h"
 #include "coordinator/session.h"
 #include "coordinator/signals.h"
+#include "core/process_stats.h"
 
 namespace devmap {
 
@@ -53,8 +54,9 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   int image_node = graph.find_role(OpRole::kImageInput);
   int label_node = graph.find_role(OpRole::kLabelInput);
   if (image_node < 0) throw_invalid(config.path + ": the model has no input op to feed");
-  Dataset input = load_prediction_input(po.input, graph.node(image_node).out_shape);
-  const int64_t requested = po.batch > 0 ? po.batch : config.train.eval_batch_size;
+  PredictionInput input(po.input, graph.node(image_node).out_shape);
+  // Slots are sized by what will be fed: never more than the input holds.
+  const int64_t requested = std::min(po.batch > 0 ? po.batch : config.train.eval_batch_size, input.count());
 
   Session session(config, options, graph, /*training=*/false, {pred}, requested);
   // Prediction needs no whole batch at once: a batch that does not fit is
@@ -71,38 +73,36 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   {
     JsonObject j;
     j.add("event", "start").add("job", "predict").add("run_id", session.run().run_id());
-    j.add("weights", po.weights).add("input", po.input).add("images", input.count).add("batch", batch);
+    j.add("weights", po.weights).add("input", po.input).add("images", input.count()).add("batch", batch);
     metrics.write(j);
     write_memory_plan_event(session.memory(), metrics);
   }
   print_run_outputs(outputs, std::cerr);
-  std::cerr << "devmap: predicting " << input.count << " images of " << po.input << " in batches of " << batch << "\n";
+  std::cerr << "devmap: predicting " << input.count() << " images of " << po.input << " in batches of " << batch
+            << "\n";
 
   out << "ImageId,Label\n";
   const uint64_t pred_off = session.output_layout().input_offsets[0];
   BatchFeeder feeder(session.workers(), session.input(), session.layout(), image_node, label_node);
-  ProgressBar bar("predict", input.count, std::max<int64_t>(input.count / 10, 1));
+  ProgressBar bar("predict", input.count(), std::max<int64_t>(input.count() / 10, 1));
   auto t0 = std::chrono::steady_clock::now();
   int64_t done = 0;
-  std::vector<int64_t> order = epoch_order(input.count, 0, 0, false);
-  bool complete =
-      feeder.run(input, order, batch, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
-        const char* base =
-            static_cast<const char*>(session.output()->data()) + slot * session.output_layout().slot_bytes;
-        const float* labels = reinterpret_cast<const float*>(base + pred_off);
-        char line[32];
-        for (int64_t k = 0; k < n; ++k) {
-          int len = std::snprintf(line, sizeof line, "%lld,%d\n", static_cast<long long>(done + k + 1),
-                                  static_cast<int>(labels[k]));
-          out.write(line, len);
-        }
-        done += n;
-        metrics.begin();
-        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        char status[48];
-        std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
-        bar.update(done, status);
-      });
+  bool complete = feeder.run(input, batch, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
+    const char* base = static_cast<const char*>(session.output()->data()) + slot * session.output_layout().slot_bytes;
+    const float* labels = reinterpret_cast<const float*>(base + pred_off);
+    char line[32];
+    for (int64_t k = 0; k < n; ++k) {
+      int len = std::snprintf(line, sizeof line, "%lld,%d\n", static_cast<long long>(done + k + 1),
+                              static_cast<int>(labels[k]));
+      out.write(line, len);
+    }
+    done += n;
+    metrics.begin();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    char status[48];
+    std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
+    bar.update(done, status);
+  });
   out.flush();
   if (!out) throw_runtime("writing " + po.output + " failed");
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -116,7 +116,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
     JsonObject j;
     j.add("event", "interrupted").add("job", "predict").add("signal", signal_name(sig)).add("images", done);
     metrics.write(j);
-    std::cerr << "devmap: interrupted by " << signal_name(sig) << " after " << done << " of " << input.count
+    std::cerr << "devmap: interrupted by " << signal_name(sig) << " after " << done << " of " << input.count()
               << " images; " << po.output << " holds their predictions only\n";
     return 128 + sig;
   }
@@ -125,6 +125,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   j.add("event", "done").add("job", "predict").add("images", done).add("seconds", secs);
   j.add("images_per_s", static_cast<double>(done) / secs).add("output", po.output);
   add_busy_fields(j, session.workers().busy());
+  j.add("coordinator_vm_hwm_bytes", static_cast<int64_t>(read_vm_hwm_bytes()));
   metrics.write(j);
   std::cout << "wrote " << done << " predictions to " << po.output << " in " << std::fixed << std::setprecision(1)
             << secs << " s (" << std::setprecision(0) << static_cast<double>(done) / secs << " images/s)\n"

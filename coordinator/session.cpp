@@ -103,7 +103,11 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
       program_(training ? build_training_program(graph_) : build_inference_program(graph_, outputs)),
       partition_(partition_program(graph_, program_)),
       plan_inputs_(plan_inputs(config, graph_, program_, partition_, external_ops(graph_, outputs))),
-      memory_(plan_job_memory(plan_inputs_, batch, eval_batch, config.path)),
+      memory_([&] {
+        JobMemory m = plan_job_memory(plan_inputs_, batch, eval_batch, config.path);
+        attach_coordinator_memory(config, graph_, training, outputs, m);
+        return m;
+      }()),
       layout_(InputLayout::for_graph(graph_, memory_.reserve, 2)),
       output_layout_(InputLayout::for_nodes(graph_, outputs, memory_.reserve, 2)),
       input_(ShmSegment::create(run_.segment_name("input"), layout_.total_bytes())) {

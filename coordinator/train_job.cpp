@@ -64,7 +64,7 @@ bool evaluate(BatchFeeder& feeder, const Dataset& test, int64_t batch_size, Eval
   EvalResult r;
   ProgressBar bar("  test", test.count, std::max<int64_t>(test.count, 1));
   int64_t done = 0;
-  bool complete = feeder.run(test, order, batch_size, batch_size, 0, 0, -1,
+  bool complete = feeder.run(OrderedSamples{test, order}, batch_size, batch_size, 0, 0, -1,
                              [&](int64_t, int64_t batch, const StepResult& s, uint32_t) {
                                r.loss += static_cast<double>(s.loss) * static_cast<double>(batch);
                                r.metric += static_cast<double>(s.metric) * static_cast<double>(batch);
@@ -212,7 +212,7 @@ class Trainer {
       auto epoch_start = Clock::now();
       auto step_start = epoch_start;
       bool complete = feeder.run(
-          train_, order, tc_.batch_size, memory.split.micro, step_, wire::kTrain, epoch_steps,
+          OrderedSamples{train_, order}, tc_.batch_size, memory.split.micro, step_, wire::kTrain, epoch_steps,
           [&](int64_t i, int64_t batch, const StepResult& r, uint32_t) {
             auto now = Clock::now();
             step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
