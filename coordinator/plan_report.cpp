@@ -51,6 +51,7 @@ void print_memory_plan(const PlanReportInfo& info, const JobMemory& m, const Gra
          cell(d.staging), cell(d.workspace)});
     os << "  (one workspace buffer, as large as the largest op's: " << cell(d.workspace) << ")\n";
     os << "  transport slots it writes: " << cell(d.transport) << "\n";
+    if (d.library) os << "  cuBLAS workspace, fixed: " << cell(d.library) << "\n";
     os << "  total: " << format_bytes(d.total());
     if (d.limit) os << " of " << format_bytes(d.limit) << (d.fits() ? "" : "  DOES NOT FIT");
     os << "\n";
@@ -86,6 +87,7 @@ std::string memory_plan_json(const PlanReportInfo& info, const JobMemory& m, con
     dj.add("optimizer_state_bytes", i64(d.optimizer_state)).add("activations_bytes", i64(d.activations));
     dj.add("activation_grads_bytes", i64(d.activation_grads)).add("staging_bytes", i64(d.staging));
     dj.add("workspace_bytes", i64(d.workspace)).add("transport_bytes", i64(d.transport));
+    dj.add("library_bytes", i64(d.library));
     std::string ops = "[";
     for (const OpMemory& o : d.ops) {
       JsonObject oj;

@@ -13,10 +13,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "core/device_timer.h"
 #include "core/tensor.h"
 
 namespace devmap {
@@ -64,6 +66,9 @@ class DeviceMemory {
   // slots): a GPU pins it (cudaHostRegister); the CPU does nothing.
   virtual void register_host(void* /*p*/, size_t /*bytes*/) {}
   virtual void unregister_host(void* /*p*/) {}
+  // A timer of this device's work in device time (--profile), or null when
+  // its work runs in the calling thread, so the host's clock measures it.
+  virtual std::unique_ptr<DeviceTimer> make_timer() { return nullptr; }
 
  protected:
   virtual void* raw_allocate(size_t bytes) = 0;  // zeroed, 64-byte aligned, or nullptr
@@ -97,6 +102,17 @@ class DeviceBuffer {
   int64_t count_ = 0;
   size_t bytes_ = 0;
 };
+
+// The memory a device's math libraries hold for the whole run, taken from
+// the device's budget when its DeviceMemory starts, before any tensor:
+// cuBLAS's one fixed workspace on a device the host cannot address (a GPU:
+// kernels/cuda's CudaMemory allocates it and hands it to cuBLAS; NVIDIA
+// recommends 32 MiB on Hopper), nothing on the CPU (OpenBLAS needs none).
+// The memory plan counts the same figure (core/memory_plan.cpp).
+inline constexpr uint64_t kGpuLibraryWorkspaceBytes = uint64_t{32} << 20;
+inline uint64_t library_workspace_bytes(bool host_accessible) {
+  return host_accessible ? 0 : kGpuLibraryWorkspaceBytes;
+}
 
 // Bytes that allocate(bytes) charges against the limit.
 inline uint64_t charged_bytes(uint64_t bytes) {

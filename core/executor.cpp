@@ -215,12 +215,21 @@ void Executor::backward(int64_t batch, const StepInfo& info, bool accumulate) {
   run(backward_, batch, info, accumulate);
 }
 
+void Executor::enable_profile() {
+  profiling_ = true;
+  timer_ = memory_->make_timer();
+}
+
 void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepInfo& info, bool accumulate) {
   KernelContext ctx = context(info);
   std::vector<TensorView> inputs, params;
+  timed_.clear();
+  if (timer_) timer_->clear();  // what a pass that threw left
   for (const Instr& ins : instrs) {
     running_.store(static_cast<int64_t>(ins.kind) << 32 | static_cast<uint32_t>(ins.node), std::memory_order_relaxed);
     auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const bool device_timed = profiling_ && timer_ && ins.kind != InstrKind::kSend && ins.kind != InstrKind::kRecv;
+    const int interval = device_timed ? timer_->start() : -1;
     // On a host device a tensor that leaves it is written straight into a slot.
     for (int t : ins.out) {
       if (!host_ || t < 0 || ins.kind == InstrKind::kRecv) continue;
@@ -276,10 +285,23 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
         break;
       }
     }
-    if (profiling_) record(ins, batch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (interval >= 0) timer_->stop(interval);
+    if (profiling_)
+      timed_.push_back(
+          Timed{&ins, interval, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
     finished_.fetch_add(1, std::memory_order_relaxed);
   }
   running_.store(-1, std::memory_order_relaxed);
+  if (profiling_) record_pass(batch);
+}
+
+void Executor::record_pass(int64_t batch) {
+  // One wait for the device per pass, not one per instruction.
+  const bool any_device = std::any_of(timed_.begin(), timed_.end(), [](const Timed& t) { return t.interval >= 0; });
+  const std::vector<double> device = any_device ? timer_->collect() : std::vector<double>{};
+  for (const Timed& t : timed_)
+    record(*t.ins, batch, t.interval >= 0 ? device.at(static_cast<size_t>(t.interval)) : t.seconds);
+  timed_.clear();
 }
 
 Executor::Progress Executor::progress() const {
@@ -366,15 +388,21 @@ void Executor::finish_step(const StepInfo& info) {
 void Executor::apply_optimizer(int64_t step) {
   assert(optimizer_);
   auto t0 = std::chrono::steady_clock::now();
+  if (profiling_ && timer_) timer_->clear();
+  const int interval = profiling_ && timer_ ? timer_->start() : -1;
   std::vector<TensorView> state;
   for (Parameter& p : params_) {
     state.clear();
     for (DeviceBuffer& s : p.state) state.push_back(s.view(p.spec.shape));
     optimizer_->update(p.value_view(), p.grad_view(), state, step, *pool_);
   }
-  if (profiling_)
-    profile_.add("optimizer", ProfileDirection::kOptimizer,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0);
+  if (!profiling_) return;
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (interval >= 0) {
+    timer_->stop(interval);
+    seconds = timer_->collect().at(static_cast<size_t>(interval));
+  }
+  profile_.add("optimizer", ProfileDirection::kOptimizer, seconds, 0);
 }
 
 float Executor::scalar(int node) const {

@@ -91,8 +91,11 @@ class Executor {
   // Copies of a parameter's value or gradient in host memory.
   void read_parameter(const Parameter& p, std::vector<float>& value, std::vector<float>* grad = nullptr) const;
   DeviceMemory& memory() { return *memory_; }
-  // Times every instruction from now on (--profile).
-  void enable_profile() { profiling_ = true; }
+  // Times every instruction from now on (--profile). Kernels and gradient
+  // sums are timed in device time where the device has a timer
+  // (DeviceMemory::make_timer: a GPU's events), else by the host's clock;
+  // sends and receives always by the host's clock (they include the wait).
+  void enable_profile();
   const Profile& profile() const { return profile_; }
   // Seconds spent waiting for other devices (a tensor to receive, a free
   // slot to send into) since the last call; the rest of a step is the
@@ -132,6 +135,7 @@ class Executor {
   void run(const std::vector<Instr>& instrs, int64_t batch, const StepInfo& info, bool accumulate);
   void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
   void record(const Instr& ins, int64_t batch, double seconds);
+  void record_pass(int64_t batch);
 
   const Graph& graph_;
   Program program_;
@@ -145,6 +149,15 @@ class Executor {
   bool profiling_ = false;
   double wait_seconds_ = 0;
   Profile profile_;
+  std::unique_ptr<DeviceTimer> timer_;  // device time (--profile on a GPU), or null
+  // The instructions of the pass being profiled: their device interval
+  // (timer_), or -1 and the host's seconds.
+  struct Timed {
+    const Instr* ins;
+    int interval;
+    double seconds;
+  };
+  std::vector<Timed> timed_;
   // (kind << 32 | node) of the instruction in progress, or -1; and the
   // count of finished instructions. Written by run(), read by progress().
   std::atomic<int64_t> running_{-1};

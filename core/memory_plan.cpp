@@ -119,6 +119,8 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch) {
       workspace = std::max(workspace, w);
     }
     d.workspace = float_bytes(static_cast<int64_t>((workspace + sizeof(float) - 1) / sizeof(float)));
+    // The math libraries' fixed workspace, taken when the device starts.
+    d.library = charged_bytes(library_workspace_bytes(dev.host_memory));
     // The slot rings this device writes, when its memory is host memory.
     if (dev.host_memory)
       for (const EdgeMemory& e : plan.edges)
@@ -159,6 +161,7 @@ namespace {
     msg += ", most of it for " + big->op + " (" + parts + ")";
   }
   if (d.transport) msg += ", plus " + format_bytes(d.transport) + " of transport slots";
+  if (d.library) msg += ", plus " + format_bytes(d.library) + " of cuBLAS workspace";
   msg += ", but its memory_limit is " + format_bytes(d.limit) + ": move " + (big ? big->op : "some ops") +
          " to another device or raise " + d.device + "'s memory_limit to at least " + format_bytes(d.total());
   throw_invalid(msg);

@@ -2,11 +2,10 @@
 // the byte, before anything runs. It mirrors the Executor's allocations
 // (parameters, their gradients and optimizer state, one buffer per tensor
 // the device computes, one shared workspace, staging buffers on devices
-// the CPU cannot address) plus the shared-memory slots a CPU worker writes
-// for its cut edges; every figure is rounded as DeviceMemory charges it.
-// split_batch() picks the largest micro-batch that fits every device's
-// memory_limit. Pure functions: the coordinator plans with them and tests
-// compare them with what the allocators measured.
+// the CPU cannot address, and there the math libraries' fixed workspace)
+// plus the shared-memory slots a CPU worker writes for its cut edges; every figure is rounded as DeviceMemory charges
+// it. split_batch() picks the largest micro-batch that fits every device's memory_limit. Pure functions: the
+// coordinator plans with them and tests compare them with what the allocators measured.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +23,8 @@ namespace devmap {
 struct PlanDevice {
   std::string name;         // "cpu:0"
   uint64_t limit = 0;       // memory_limit in bytes; 0: unlimited
-  bool host_memory = true;  // the CPU addresses its memory (tensors that cross devices are used in place)
+  bool host_memory = true;  // the CPU addresses its memory (tensors that cross devices are used in place);
+                            // false: a GPU, which also holds library_workspace_bytes(false) for cuBLAS
   // Workspace its kernel for `node` needs at `batch` samples (null: the
   // op schema's figure, Node::workspace_bytes).
   std::function<uint64_t(const Node& node, int64_t batch)> workspace_bytes;
@@ -48,10 +48,12 @@ struct DeviceMemoryPlan {
   uint64_t params = 0, grads = 0, optimizer_state = 0, activations = 0, activation_grads = 0, staging = 0;
   uint64_t workspace = 0;  // the largest op workspace: one buffer shared by all kernels
   uint64_t transport = 0;  // slot rings of the cut edges it writes (CPU workers)
+  uint64_t library = 0;    // its math libraries' fixed workspace (cuBLAS on a GPU: library_workspace_bytes)
   std::vector<OpMemory> ops;
 
   uint64_t total() const {
-    return params + grads + optimizer_state + activations + activation_grads + staging + workspace + transport;
+    return params + grads + optimizer_state + activations + activation_grads + staging + workspace + transport +
+           library;
   }
   bool fits() const { return limit == 0 || total() <= limit; }
   // The op with the largest share (ties: the first), or nullptr.

@@ -7,7 +7,12 @@
 # Within a hard limit of 5 minutes in all (DEVMAP_GPU_CHECK_SECONDS, at most
 # 300) it writes to REPORT (default gpu_bundle/gpu_check_report.txt), line
 # by line as it goes, so a timeout still leaves the figures so far:
-#   1. cudnnGetVersion, the driver and runtime versions, the device (worker_gpu --probe);
+#   1. the probe's checks first (worker_gpu --probe: the device and a test
+#      kernel, cuDNN's ops and convolution sub-libraries and its CUDA
+#      runtime against the build's, a cuDNN and a cuBLAS handle created and
+#      destroyed, cuDNN's convolution algorithm count), then the probe's
+#      own tests (cuda_tests ProbeGpu.*, WorkerGpuProbe.*), the versions
+#      (cudnnGetVersion, driver, runtime) and nvidia-smi;
 #   2. the GPU tests (cuda_tests: every kernel against the CPU's, CudaMemory,
 #      the GPU+CPU training run against the CPU-only one);
 #   3. training images/s of the reference model all on the GPU, split
@@ -88,10 +93,13 @@ trap 'rm -rf "$work"' EXIT
 say "== devmap GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(hostname), budget ${budget}s"
 [[ -f "$here/MANIFEST.txt" ]] && head -1 "$here/MANIFEST.txt" | tee -a "$report"
 
-# --- 1. versions and the device ----------------------------------------------
-say "== 1. versions"
+# --- 1. the probe's checks, versions and the device ----------------------------
+say "== 1. probe: device, test kernel, cuDNN libraries and CUDA runtime, cuDNN and cuBLAS handles"
 run 30 "$here/bin/worker_gpu" --probe
 probe_rc=$?
+say "-- the probe's tests"
+run 30 "$here/bin/cuda_tests" --gtest_brief=1 --gtest_color=no --gtest_filter='ProbeGpu.*:WorkerGpuProbe.*'
+say "probe tests exit status: $?"
 if command -v nvidia-smi > /dev/null; then
   run 20 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,pcie.link.gen.current,pcie.link.width.current --format=csv
 fi

@@ -1,5 +1,6 @@
 // softmax_cross_entropy (the loss), accuracy (a metric) and argmax (the
 // prediction). Labels are class indices stored as floats.
+#include "core/ops/label_op_layout.h"
 #include "core/ops/schema_util.h"
 #include "core/ops/schemas.h"
 
@@ -29,6 +30,11 @@ OpSchema softmax_cross_entropy_schema() {
   };
   s.grad_inputs = {true, false};
   s.backward_flops_factor = 1.0;
+  // The GPU kernel's per-sample scratch and label-check word
+  // (core/ops/label_op_layout.h); the CPU kernel uses none.
+  s.workspace_bytes = [](const Attrs&, const std::vector<Shape>&, const Shape&, int64_t batch) {
+    return label_op_workspace_bytes(batch);
+  };
   return s;
 }
 
@@ -44,6 +50,11 @@ OpSchema accuracy_schema() {
   };
   s.forward_flops = [](const Attrs&, const std::vector<Shape>& in, const Shape&) {
     return static_cast<double>(in[0].numel());
+  };
+  // The GPU kernel's per-sample scratch and label-check word
+  // (core/ops/label_op_layout.h); the CPU kernel uses none.
+  s.workspace_bytes = [](const Attrs&, const std::vector<Shape>&, const Shape&, int64_t batch) {
+    return label_op_workspace_bytes(batch);
   };
   s.differentiable = false;
   return s;

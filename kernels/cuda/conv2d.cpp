@@ -1,30 +1,18 @@
 #include "kernels/cuda/conv2d.h"
 
-#include <algorithm>
-
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/reduce_kernels.h"
 
 namespace devmap::cuda {
-namespace {
 
-// The workspace the executor handed this call (null data counts as none).
-size_t usable_workspace(const KernelContext& ctx) {
-  return ctx.workspace == nullptr ? 0 : ctx.workspace_bytes;
-}
-
-}  // namespace
-
-// Algorithms are chosen within the op schema's workspace figure, which the
-// memory plan counts (an implicit-GEMM algorithm needs none, so one fits).
 size_t Conv2dKernel::workspace_bytes(const Node& node, int64_t batch) const {
-  const size_t planned = std::min<size_t>(node.workspace_bytes(batch), ConvPlans::kMaxWorkspaceBytes);
-  return plans_->get(ConvShape::of(node, batch), planned).workspace_bytes();
+  return conv_request(node, batch).workspace_limit;
 }
 
 void Conv2dKernel::forward(const ForwardArgs& args) {
   const int64_t batch = args.inputs[0].shape[0];
-  const ConvPlan& plan = plans_->get(ConvShape::of(args.node, batch), usable_workspace(args.ctx));
+  const ConvRequest request = conv_request(args.node, batch, args.ctx);
+  const ConvPlan& plan = plans_->get(request.shape, request.workspace_limit);
   const float one = 1.0f, zero = 0.0f;
   cudnnHandle_t h = device_.cudnn();
   check(cudnnConvolutionForward(h, &one, plan.x.get(), args.inputs[0].data, plan.w.get(), args.params[0].data,
@@ -38,7 +26,8 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
 
 void Conv2dKernel::backward(const BackwardArgs& args) {
   const int64_t batch = args.d_output.shape[0];
-  const ConvShape shape = ConvShape::of(args.node, batch);
+  const ConvRequest request = conv_request(args.node, batch, args.ctx);
+  const ConvShape& shape = request.shape;
   float* dx = args.d_inputs[0].data;
   float* dw = args.d_params[0].data;
   float* db = args.d_params.size() > 1 ? args.d_params[1].data : nullptr;
@@ -46,7 +35,7 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
     launch_channel_sums(args.d_output.data, batch, shape.filters, shape.out_h * shape.out_w, db, args.accumulate,
                         device_.stream());
   if (dw == nullptr && dx == nullptr) return;
-  const ConvPlan& plan = plans_->get(shape, usable_workspace(args.ctx));
+  const ConvPlan& plan = plans_->get(shape, request.workspace_limit);
   const float one = 1.0f, zero = 0.0f, dw_beta = args.accumulate ? 1.0f : 0.0f;
   cudnnHandle_t h = device_.cudnn();
   if (dw != nullptr)

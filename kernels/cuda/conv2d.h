@@ -17,10 +17,11 @@ namespace devmap::cuda {
 // Backward: db (+)= sums of dy (launch_channel_sums); dW (+)= by
 //           cudnnConvolutionBackwardFilter (beta 1 when accumulate); dx =
 //           cudnnConvolutionBackwardData (overwritten; skipped when null).
-// workspace_bytes(node, batch) is the largest workspace of the three passes
-// of the plan for that batch (at most ConvPlans::kMaxWorkspaceBytes); at run
-// time the plan is the one whose passes fit in ctx.workspace_bytes, so a
-// workspace sized for one batch also serves other batches.
+// Each pass runs the algorithm ConvPlans chose within the conv's own planned
+// workspace (conv_request: its op schema's figure at the batch, at most
+// ConvPlans::kMaxWorkspaceBytes), whatever the device's shared workspace
+// holds; workspace_bytes(node, batch) is that figure, the most any chosen
+// algorithm uses (so it needs no GPU).
 class Conv2dKernel final : public OpKernel {
  public:
   Conv2dKernel(CudaDevice& device, std::shared_ptr<ConvPlans> plans) : device_(device), plans_(std::move(plans)) {}

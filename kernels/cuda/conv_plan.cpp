@@ -137,6 +137,21 @@ ConvShape ConvShape::of(const Node& node, int64_t batch) {
                    node.out_shape[2]};
 }
 
+ConvRequest conv_request(const Node& node, int64_t batch) {
+  return ConvRequest{ConvShape::of(node, batch), static_cast<size_t>(std::min<uint64_t>(
+                                                     node.workspace_bytes(batch), ConvPlans::kMaxWorkspaceBytes))};
+}
+
+ConvRequest conv_request(const Node& node, int64_t batch, const KernelContext& ctx) {
+  ConvRequest r = conv_request(node, batch);
+  const size_t given = ctx.workspace == nullptr ? 0 : ctx.workspace_bytes;
+  if (given < r.workspace_limit)
+    throw_runtime("conv2d '" + node.name + "': workspace of " + std::to_string(given) + " bytes is smaller than the " +
+                  std::to_string(r.workspace_limit) + " bytes its op schema plans at a batch of " +
+                  std::to_string(batch) + " (executor bug)");
+  return r;
+}
+
 size_t ConvPlan::workspace_bytes() const {
   return std::max({forward_bytes, backward_data_bytes, backward_filter_bytes});
 }

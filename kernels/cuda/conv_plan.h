@@ -7,7 +7,8 @@
 // results stay reproducible), filtered to algorithms that are
 //   - deterministic (CUDNN_DETERMINISTIC: no atomics, same bits every run),
 //   - FMA math (the descriptors ask for CUDNN_FMA_MATH: no TF32),
-//   - within the workspace limit,
+//   - within the workspace limit (the conv's own planned figure:
+//     conv_request below),
 // taking the first that remains in cuDNN's order. When the heuristics
 // offer none, the deterministic fallbacks (implicit GEMM forward,
 // BWD_DATA_ALGO_1, BWD_FILTER_ALGO_1) are tried for support and size.
@@ -20,6 +21,7 @@
 #include <tuple>
 
 #include "core/graph.h"
+#include "core/kernel.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cudnn_desc.h"
 
@@ -61,5 +63,22 @@ class ConvPlans {
   CudaDevice& device_;
   std::map<std::pair<ConvShape, size_t>, std::unique_ptr<ConvPlan>> plans_;
 };
+
+// What a conv2d asks ConvPlans for at `batch` samples: its shape, and the
+// workspace its algorithms must fit in, which is its own planned figure:
+// the op schema's workspace_bytes at that batch (what the memory plan
+// counts for this op), at most kMaxWorkspaceBytes. Never the device's
+// shared workspace, which is as large as the largest op on the device: so
+// the same conv runs the same algorithms whatever shares its device (the
+// all-GPU and the split runs alike). Needs no GPU.
+struct ConvRequest {
+  ConvShape shape;
+  size_t workspace_limit = 0;
+};
+ConvRequest conv_request(const Node& node, int64_t batch);
+// The request of a kernel call: the same, after checking that the executor
+// handed over at least the limit (throws devmap::Error otherwise: an
+// executor bug). The size of ctx's workspace changes nothing else.
+ConvRequest conv_request(const Node& node, int64_t batch, const KernelContext& ctx);
 
 }  // namespace devmap::cuda

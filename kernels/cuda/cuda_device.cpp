@@ -9,33 +9,52 @@
 namespace devmap::cuda {
 
 CudaDevice::~CudaDevice() {
-  if (!ready_) return;
-  // Destructors must not throw: errors here are ignored (the process is
-  // ending or the device is already broken).
+  destroy();
+}
+
+void CudaDevice::destroy() noexcept {
+  // Errors here are ignored (the process is ending, the device is already
+  // broken, or ensure() is unwinding with the error that matters).
+  if (stream_ == nullptr && cudnn_ == nullptr && cublas_ == nullptr && host_scratch_ == nullptr) return;
   (void)cudaSetDevice(ordinal_);
-  (void)cudaStreamSynchronize(stream_);
+  if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
   if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
   if (cudnn_ != nullptr) (void)cudnnDestroy(cudnn_);
   if (host_scratch_ != nullptr) (void)cudaFreeHost(host_scratch_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  cublas_ = nullptr;
+  cudnn_ = nullptr;
+  host_scratch_ = nullptr;
+  stream_ = nullptr;
+  cublas_workspace_bytes_ = 0;
+  ready_ = false;
 }
 
 void CudaDevice::ensure() {
   if (ready_) return;
   const GpuProbe probe = probe_gpu(ordinal_);
   if (!probe.usable) throw_runtime(name() + ": no usable GPU: " + probe.reason);
-  ::setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
-  check(cudaSetDevice(ordinal_), "cudaSetDevice");
-  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  check(cudaHostAlloc(&host_scratch_, 64, cudaHostAllocDefault), "cudaHostAlloc (status words)");
-  check(cudnnCreate(&cudnn_), "cudnnCreate");
-  check(cudnnSetStream(cudnn_, stream_), "cudnnSetStream");
-  check(cublasCreate(&cublas_), "cublasCreate");
-  check(cublasSetStream(cublas_, stream_), "cublasSetStream");
-  check(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-  check(cublasSetAtomicsMode(cublas_, CUBLAS_ATOMICS_NOT_ALLOWED), "cublasSetAtomicsMode");
-  check(cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+  try {
+    check(cudaSetDevice(ordinal_), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaHostAlloc(&host_scratch_, 64, cudaHostAllocDefault), "cudaHostAlloc (status words)");
+    check(cudnnCreate(&cudnn_), "cudnnCreate");
+    check(cudnnSetStream(cudnn_, stream_), "cudnnSetStream");
+    check(cublasCreate(&cublas_), "cublasCreate");
+    check(cublasSetStream(cublas_, stream_), "cublasSetStream");
+    check(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    check(cublasSetAtomicsMode(cublas_, CUBLAS_ATOMICS_NOT_ALLOWED), "cublasSetAtomicsMode");
+    check(cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+  } catch (...) {
+    destroy();
+    throw;
+  }
   ready_ = true;
+}
+
+void CudaDevice::set_cublas_workspace(void* p, size_t bytes) {
+  check(cublasSetWorkspace(cublas(), p, bytes), "cublasSetWorkspace");
+  cublas_workspace_bytes_ = p != nullptr ? bytes : 0;
 }
 
 cudaStream_t CudaDevice::stream() {

@@ -30,13 +30,22 @@ class CudaDevice {
   std::string name() const { return "gpu:" + std::to_string(ordinal_); }
 
   // Selects the device and creates the stream and handles once. cuBLAS
-  // runs with its default math (no TF32), atomics disallowed (deterministic
-  // GEMMs); NVIDIA_TF32_OVERRIDE=0 is set for the process before the
-  // handles exist, so neither library may use TF32.
+  // runs with its default math (FP32 FMA, no TF32) and atomics disallowed
+  // (deterministic GEMMs); cuDNN's convolutions ask for FMA math
+  // (conv_plan.h). Nothing is set in the environment. When a step fails,
+  // what was created so far is destroyed, so a later call starts afresh.
   void ensure();
   cudaStream_t stream();
   cudnnHandle_t cudnn();
   cublasHandle_t cublas();
+
+  // Gives cuBLAS its one workspace (`bytes` at `p`, 256-byte aligned) for
+  // every call from now on; CudaMemory does this when it starts, from its
+  // pool. The stream is bound to the cuBLAS handle once, in ensure(), and
+  // never again: cublasSetStream would reset the workspace to cuBLAS's own.
+  void set_cublas_workspace(void* p, size_t bytes);
+  // The workspace cuBLAS has (0: none given, cuBLAS would use its own pool).
+  size_t cublas_workspace_bytes() const { return cublas_workspace_bytes_; }
 
   // Waits for the stream; throws devmap::Error naming `what` when a kernel
   // issued earlier failed.
@@ -53,6 +62,9 @@ class CudaDevice {
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   void* host_scratch_ = nullptr;
+  size_t cublas_workspace_bytes_ = 0;
+
+  void destroy() noexcept;  // whatever ensure() made, in reverse order
 };
 
 // "gpu:3" -> 3; throws devmap::Error (kInvalidInput) for anything else.

@@ -1,6 +1,7 @@
 #include "kernels/cuda/cuda_memory.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include "core/error.h"
 #include "core/format_bytes.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_timer.h"
 #include "kernels/cuda/memory_kernels.h"
 
 namespace devmap::cuda {
@@ -34,6 +36,8 @@ uint64_t resolve_limit(CudaDevice& device, uint64_t requested) {
   return requested;
 }
 
+constexpr uintptr_t kCublasAlignment = 256;  // cublasSetWorkspace's alignment
+
 bool pinning_disabled_by_env() {
   const char* v = std::getenv("DEVMAP_NO_PIN");
   return v != nullptr && std::strcmp(v, "1") == 0;
@@ -59,10 +63,29 @@ CudaMemory::CudaMemory(std::shared_ptr<CudaDevice> gpu, std::string name, uint64
                   " of device memory: " + cudaGetErrorString(e) + "; lower its memory_limit");
   }
   base_ = static_cast<char*>(base);
+  if (device_->cublas_workspace_bytes() > 0) return;  // another CudaMemory of this device gave it (tests)
+  try {
+    // cuBLAS's workspace: pool blocks are 64-byte aligned, cuBLAS wants 256.
+    cublas_block_ = allocate(kGpuLibraryWorkspaceBytes, "cuBLAS workspace");
+    const auto p = reinterpret_cast<uintptr_t>(cublas_block_);
+    const uintptr_t aligned = (p + kCublasAlignment - 1) / kCublasAlignment * kCublasAlignment;
+    device_->set_cublas_workspace(reinterpret_cast<void*>(aligned), kGpuLibraryWorkspaceBytes - kCublasAlignment);
+  } catch (...) {
+    (void)cudaFree(base_);
+    throw;
+  }
 }
 
 CudaMemory::~CudaMemory() {
   (void)cudaStreamSynchronize(device_->stream());
+  // cuBLAS must not keep a pointer into the pool it is about to lose.
+  if (cublas_block_ != nullptr) {
+    try {
+      device_->set_cublas_workspace(nullptr, 0);
+    } catch (...) {  // a broken device: the handle goes with it
+    }
+    release(cublas_block_, kGpuLibraryWorkspaceBytes);
+  }
   for (const auto& [p, bytes] : pinned_) (void)cudaHostUnregister(p);
   if (base_ != nullptr) (void)cudaFree(base_);
 }
@@ -71,8 +94,16 @@ void* CudaMemory::raw_allocate(size_t bytes) {
   const std::optional<uint64_t> offset = pool_.allocate(bytes);
   if (!offset) return nullptr;
   char* p = base_ + *offset;
-  check(cudaMemsetAsync(p, 0, bytes, device_->stream()), "cudaMemsetAsync (zeroing a new buffer)");
+  const cudaError_t e = cudaMemsetAsync(p, 0, bytes, device_->stream());
+  if (e != cudaSuccess) {
+    pool_.release(*offset);  // the caller gets an error, not the block
+    check(e, "cudaMemsetAsync (zeroing a new buffer)");
+  }
   return p;
+}
+
+std::unique_ptr<DeviceTimer> CudaMemory::make_timer() {
+  return std::make_unique<CudaTimer>(*device_);
 }
 
 void CudaMemory::raw_release(void* p) {

@@ -8,6 +8,14 @@
 // outside it: the CUDA context's own allocations, cuDNN's and cuBLAS's
 // handles and the kernels' code loaded on first use.
 //
+// When it starts it also takes cuBLAS's one workspace from the pool
+// (kGpuLibraryWorkspaceBytes, core/device_memory.h: the figure the memory
+// plan counts) and hands it to the device's cuBLAS handle for every call,
+// so cuBLAS's choice never depends on the other ops of the device and no
+// library memory lives outside the pool. A worker makes one CudaMemory per
+// device; a further one on the same device (tests) leaves cuBLAS the first
+// one's workspace and takes none.
+//
 // Every operation runs on the device's one stream (CudaDevice), in call
 // order with the kernels: copy_from_host and fill return before the device
 // has done them (a pinned host source must stay unchanged until the stream
@@ -57,6 +65,8 @@ class CudaMemory final : public DeviceMemory {
   void register_host(void* p, size_t bytes) override;
   void unregister_host(void* p) override;
   bool pinning_enabled() const { return pin_; }
+  // CUDA events on the stream: per-op device time for --profile.
+  std::unique_ptr<DeviceTimer> make_timer() override;
   uint64_t pinned_bytes() const;
 
   CudaDevice& cuda_device() { return *device_; }
@@ -74,6 +84,7 @@ class CudaMemory final : public DeviceMemory {
   PoolAllocator pool_;
   bool pin_ = true;
   std::map<void*, size_t> pinned_;  // registered host ranges
+  void* cublas_block_ = nullptr;    // cuBLAS's workspace: a block of the pool
 };
 
 // The factory worker_gpu hands WorkerRuntime::make_memory: "gpu:N" and the

@@ -11,8 +11,6 @@
 namespace devmap::cuda {
 namespace {
 
-constexpr uintptr_t kCublasAlignment = 256;  // cublasSetWorkspace's alignment
-
 int blas_int(int64_t v, const Node& node) {
   if (v > std::numeric_limits<int>::max())
     throw_runtime("dense '" + node.name + "': dimension " + std::to_string(v) + " is too large for cuBLAS");
@@ -21,23 +19,10 @@ int blas_int(int64_t v, const Node& node) {
 
 }  // namespace
 
-// Dense plans no workspace of its own (its schema has none): cuBLAS borrows
-// the device's shared workspace when that is large enough, and runs without
-// one otherwise.
-size_t DenseKernel::workspace_bytes(const Node& /*node*/, int64_t /*batch*/) const {
-  return 0;
-}
-
-void DenseKernel::use_workspace(const KernelContext& ctx) {
-  // The shared workspace, aligned up to 256 bytes; none when it is too small.
-  void* ws = nullptr;
-  size_t bytes = 0;
-  if (ctx.workspace != nullptr && ctx.workspace_bytes >= kCublasWorkspaceBytes + kCublasAlignment) {
-    const auto p = reinterpret_cast<uintptr_t>(ctx.workspace);
-    ws = reinterpret_cast<void*>((p + kCublasAlignment - 1) / kCublasAlignment * kCublasAlignment);
-    bytes = kCublasWorkspaceBytes;
-  }
-  check(cublasSetWorkspace(device_.cublas(), ws, bytes), "cublasSetWorkspace");
+void DenseKernel::require_workspace(const Node& node) {
+  if (device_.cublas_workspace_bytes() == 0)
+    throw_runtime("dense '" + node.name + "': " + device_.name() +
+                  " gave cuBLAS no workspace (create its CudaMemory before running kernels; a worker bug)");
 }
 
 void DenseKernel::forward(const ForwardArgs& args) {
@@ -45,7 +30,7 @@ void DenseKernel::forward(const ForwardArgs& args) {
   const float* bias = args.params.size() > 1 ? args.params[1].data : nullptr;
   float* y = args.output.data;
   if (bias != nullptr) launch_broadcast_rows(bias, batch, units, y, device_.stream());
-  use_workspace(args.ctx);
+  require_workspace(args.node);
   const float one = 1.0f, beta = bias != nullptr ? 1.0f : 0.0f;
   // Column-major: y^T [units, N] = W [units, in] (W^T stored) * x^T [in, N].
   check(cublasSgemm(device_.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, blas_int(units, args.node), blas_int(batch, args.node),
@@ -60,7 +45,7 @@ void DenseKernel::backward(const BackwardArgs& args) {
   const int n = blas_int(batch, args.node), u = blas_int(units, args.node), k = blas_int(in, args.node);
   const float* dy = args.d_output.data;
   const float one = 1.0f, zero = 0.0f, beta = args.accumulate ? 1.0f : 0.0f;
-  use_workspace(args.ctx);
+  require_workspace(args.node);
   if (float* dx = args.d_inputs[0].data) {
     // dx^T [in, N] = W^T [in, units] * dy^T [units, N].
     check(cublasSgemm(device_.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, k, n, u, &one, args.params[0].data, k, dy, u, &zero,

@@ -15,19 +15,19 @@ namespace devmap::cuda {
 // Backward: dx = dy W (overwritten; skipped when null); dW (+)= dy^T x
 //           (beta 1 when accumulate); db (+)= the column sums of dy, samples
 //           in order in double (launch_column_sums).
-// cuBLAS's workspace comes from ctx.workspace (kCublasWorkspaceBytes,
-// counted by workspace_bytes), so no library memory lives outside the
-// device's pool; with a smaller workspace cuBLAS runs without one.
+// cuBLAS works in the one fixed workspace CudaMemory gave it when the
+// device started (CudaDevice::set_cublas_workspace, counted by the memory
+// plan), never in the ops' shared workspace: dense plans none of its own,
+// and its GEMMs do not depend on which other ops share the device. A
+// device without that workspace is refused (a worker bug).
 class DenseKernel final : public OpKernel {
  public:
-  static constexpr size_t kCublasWorkspaceBytes = size_t{8} << 20;
   explicit DenseKernel(CudaDevice& device) : device_(device) {}
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
-  size_t workspace_bytes(const Node& node, int64_t batch) const override;
 
  private:
-  void use_workspace(const KernelContext& ctx);
+  void require_workspace(const Node& node);
   CudaDevice& device_;
 };
 

@@ -5,15 +5,12 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/ops/label_op_layout.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/loss_kernels.h"
 
 namespace devmap::cuda {
 namespace {
-
-size_t scratch_bytes(int64_t batch) {
-  return (static_cast<size_t>(batch) * sizeof(double) + 63) / 64 * 64;
-}
 
 // The per-sample scratch and the bad-sample word inside ctx.workspace.
 struct LabelScratch {
@@ -27,7 +24,7 @@ LabelScratch scratch_of(const Node& node, const KernelContext& ctx, int64_t batc
                   " bytes is smaller than the " + std::to_string(label_op_workspace_bytes(batch)) +
                   " bytes workspace_bytes() asked for (executor bug)");
   auto* base = reinterpret_cast<char*>(ctx.workspace);
-  return {reinterpret_cast<double*>(base), reinterpret_cast<int*>(base + scratch_bytes(batch))};
+  return {reinterpret_cast<double*>(base), reinterpret_cast<int*>(base + label_op_flag_offset(batch))};
 }
 
 double batch_total(const KernelContext& ctx) {
@@ -57,10 +54,6 @@ void check_labels(CudaDevice& device, const Node& node, const KernelContext& ctx
 }
 
 }  // namespace
-
-size_t label_op_workspace_bytes(int64_t batch) {
-  return scratch_bytes(batch) + 64;
-}
 
 void SoftmaxCrossEntropyKernel::forward(const ForwardArgs& args) {
   const int64_t batch = args.inputs[0].shape[0], classes = args.inputs[0].shape[1];

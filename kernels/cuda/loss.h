@@ -7,17 +7,15 @@
 // with the CPU kernel's message. To know, the forward passes of
 // softmax_cross_entropy and accuracy wait for the device once (a 4-byte
 // read of the first bad sample); the executor reads the loss right after
-// anyway.
+// anyway. Their workspace is laid out by core/ops/label_op_layout.h, the
+// figure their op schemas plan.
 #pragma once
 
 #include "core/kernel.h"
+#include "core/ops/label_op_layout.h"
 #include "kernels/cuda/cuda_device.h"
 
 namespace devmap::cuda {
-
-// Workspace of the two label-checking ops: `batch` doubles (per-sample
-// values) then, 64-byte aligned, the bad-sample word.
-size_t label_op_workspace_bytes(int64_t batch);
 
 class SoftmaxCrossEntropyKernel final : public OpKernel {
  public:

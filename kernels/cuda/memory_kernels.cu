@@ -1,11 +1,12 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/memory_kernels.h"
+#include "kernels/cuda/sum_logic.h"
 
 namespace devmap::cuda {
 namespace {
 
-constexpr int kMaxParts = 16;  // parts per kernel; more are folded in further passes
+constexpr int kMaxParts = kSumPartsPerPass;  // parts per kernel; more are folded in further passes
 
 struct Parts {
   const float* p[kMaxParts];
@@ -35,6 +36,7 @@ void launch_fill(float* dst, float value, int64_t count, cudaStream_t stream) {
 
 void launch_sum(float* out, std::span<const float* const> parts, int64_t count, cudaStream_t stream) {
   if (count <= 0 || parts.empty()) return;
+  check_sum_operands(out, parts, count);
   // The first pass starts from parts[0]; later passes continue from the
   // float partial sum in `out`, which is the same sequence of additions.
   for (size_t first = 0; first < parts.size(); first += kMaxParts) {

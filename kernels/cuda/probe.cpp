@@ -41,15 +41,72 @@ void read_versions(GpuProbe& p) {
   if (cudaRuntimeGetVersion(&p.runtime_version) != cudaSuccess) p.runtime_version = 0;
   p.cudnn_version = cudnnGetVersion();
   p.cudnn_build_version = CUDNN_VERSION;
+  p.cudnn_cudart_version = cudnnGetCudartVersion();
   int major = 0, minor = 0, patch = 0;
   if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
       cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
       cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS)
     p.cublas_version = major * 10000 + minor * 100 + patch;
   p.built_architectures = DEVMAP_CUDA_ARCHITECTURES;
+  p.library_problem = cuda_library_problem();
+}
+
+// Creates and destroys a cuDNN and a cuBLAS handle on the current device and
+// reads cuDNN's forward convolution algorithm count (the convolution
+// sub-library); empty, or what failed.
+std::string handle_problem(GpuProbe& p) {
+  cudnnHandle_t dnn = nullptr;
+  cudnnStatus_t s = cudnnCreate(&dnn);
+  if (s != CUDNN_STATUS_SUCCESS) return std::string("cudnnCreate failed: ") + cudnnGetErrorString(s);
+  s = cudnnGetConvolutionForwardAlgorithmMaxCount(dnn, &p.conv_algorithms);
+  const cudnnStatus_t destroyed = cudnnDestroy(dnn);
+  if (s != CUDNN_STATUS_SUCCESS)
+    return std::string(
+               "cuDNN's convolution library (libcudnn_cnn) does not answer: "
+               "cudnnGetConvolutionForwardAlgorithmMaxCount: ") +
+           cudnnGetErrorString(s);
+  if (p.conv_algorithms <= 0) return "cuDNN offers no forward convolution algorithm";
+  if (destroyed != CUDNN_STATUS_SUCCESS) return std::string("cudnnDestroy failed: ") + cudnnGetErrorString(destroyed);
+  cublasHandle_t blas = nullptr;
+  cublasStatus_t b = cublasCreate(&blas);
+  if (b != CUBLAS_STATUS_SUCCESS) return std::string("cublasCreate failed: ") + cublasGetStatusString(b);
+  b = cublasDestroy(blas);
+  if (b != CUBLAS_STATUS_SUCCESS) return std::string("cublasDestroy failed: ") + cublasGetStatusString(b);
+  return {};
 }
 
 }  // namespace
+
+std::string cuda_version_problem(size_t cudnn_version, size_t cudnn_build_version, size_t cudnn_cudart_version,
+                                 int runtime_version) {
+  if (cudnn_version / 10000 != cudnn_build_version / 10000)
+    return "cuDNN " + version_triple(cudnn_version) + " is loaded; this build needs cuDNN " +
+           std::to_string(cudnn_build_version / 10000) + " (libcudnn.so." +
+           std::to_string(cudnn_build_version / 10000) + ")";
+  if (runtime_version > 0 && cudnn_cudart_version / 1000 != static_cast<size_t>(runtime_version) / 1000)
+    return "the loaded cuDNN " + version_triple(cudnn_version) + " is built for CUDA " +
+           cuda_version_string(static_cast<int>(cudnn_cudart_version)) + ", this build runs CUDA " +
+           cuda_version_string(runtime_version) + " (install the cuDNN for CUDA " +
+           std::to_string(runtime_version / 1000) + ", e.g. the nvidia-cudnn-cu" +
+           std::to_string(runtime_version / 1000) + " wheel)";
+  return {};
+}
+
+std::string cuda_library_problem() {
+  int runtime = 0;
+  if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+  std::string problem = cuda_version_problem(cudnnGetVersion(), CUDNN_VERSION, cudnnGetCudartVersion(), runtime);
+  if (!problem.empty()) return problem;
+  cudnnStatus_t s = cudnnOpsVersionCheck();
+  if (s != CUDNN_STATUS_SUCCESS)
+    return std::string("cuDNN's ops library (libcudnn_ops) is missing or does not match libcudnn: ") +
+           cudnnGetErrorString(s);
+  s = cudnnCnnVersionCheck();
+  if (s != CUDNN_STATUS_SUCCESS)
+    return std::string("cuDNN's convolution library (libcudnn_cnn) is missing or does not match libcudnn: ") +
+           cudnnGetErrorString(s);
+  return {};
+}
 
 std::string cuda_version_string(int version) {
   if (version <= 0) return "none";
@@ -121,6 +178,15 @@ GpuProbe probe_gpu(int ordinal) {
     p.reason = "a test kernel failed on gpu:" + std::to_string(ordinal) + ": " + error_text(e);
     return p;
   }
+  if (!p.library_problem.empty()) {
+    p.reason = p.library_problem;
+    return p;
+  }
+  if (std::string problem = handle_problem(p); !problem.empty()) {
+    (void)cudaGetLastError();
+    p.reason = problem + " on gpu:" + std::to_string(ordinal);
+    return p;
+  }
   p.usable = true;
   return p;
 }
@@ -137,9 +203,15 @@ std::string GpuProbe::describe() const {
     << "CUDA driver: " << cuda_version_string(driver_version) << ", runtime: " << cuda_version_string(runtime_version)
     << "\n"
     << "cuDNN: " << version_triple(cudnn_version) << " (cudnnGetVersion " << cudnn_version << "; built against "
-    << version_triple(cudnn_build_version) << ")\n"
+    << version_triple(cudnn_build_version) << "; cuDNN's CUDA "
+    << cuda_version_string(static_cast<int>(cudnn_cudart_version)) << ")\n"
+    << "cuDNN libraries: "
+    << (library_problem.empty() ? "ops and convolution sub-libraries load and match" : library_problem) << "\n"
     << "cuBLAS: " << version_triple(static_cast<size_t>(cublas_version)) << "\n"
     << "built for architectures: " << built_architectures << "\n";
+  if (usable)
+    o << "handles: cuDNN and cuBLAS created and destroyed; cuDNN forward convolution algorithms: " << conv_algorithms
+      << "\n";
   return o.str();
 }
 

@@ -22,6 +22,12 @@ struct GpuProbe {
   int runtime_version = 0;          // CUDA runtime this build links
   size_t cudnn_version = 0;         // cudnnGetVersion(): 91900 = 9.19.0
   size_t cudnn_build_version = 0;   // CUDNN_VERSION of the headers built against
+  size_t cudnn_cudart_version = 0;  // cudnnGetCudartVersion(): the CUDA runtime cuDNN was built for, 13010 = 13.1
+  // Why cuDNN's libraries do not fit this build (a wrong major version, a
+  // sub-library that is missing or mismatched, a CUDA runtime of another
+  // major version); empty when they fit. Known without a device.
+  std::string library_problem;
+  int conv_algorithms = 0;          // cuDNN's forward convolution algorithm count, read through a handle (usable only)
   int cublas_version = 0;           // 130100 = 13.1.0
   std::string built_architectures;  // CMAKE_CUDA_ARCHITECTURES of this build, "80,90"
 
@@ -32,10 +38,26 @@ struct GpuProbe {
 
 // Probes device `ordinal` (an index among the visible devices): counts the
 // devices, reads the device's properties and free memory (this creates the
-// device's primary context), and launches a one-thread kernel to check that
-// this build has code for the device. Never throws; a failure is
-// usable == false with the reason, and a CUDA error is cleared.
+// device's primary context), launches a one-thread kernel to check that
+// this build has code for the device, checks cuDNN's libraries against the
+// build (cuda_library_problem), then creates a cuDNN and a cuBLAS handle,
+// asks cuDNN for its convolution algorithm count (which needs the
+// convolution sub-library, libcudnn_cnn) and destroys both. Never throws;
+// a failure is usable == false with the reason, and a CUDA error is
+// cleared.
 GpuProbe probe_gpu(int ordinal = 0);
+
+// Whether the cuDNN this process loaded fits the build, without a device:
+// its major version is the headers' (cudnnGetVersion against
+// CUDNN_VERSION), its ops and convolution sub-libraries load and match it
+// (cudnnOpsVersionCheck, cudnnCnnVersionCheck), and it was built for the
+// CUDA runtime's major version (cudnnGetCudartVersion). Empty when it fits,
+// else the reason.
+std::string cuda_library_problem();
+// The version part of that check, for the given numbers: empty, or the
+// reason ("cuDNN 8.9.7 is loaded; this build needs cuDNN 9").
+std::string cuda_version_problem(size_t cudnn_version, size_t cudnn_build_version, size_t cudnn_cudart_version,
+                                 int runtime_version);
 
 // 13000 -> "13.0", 12040 -> "12.4"; 0 -> "none".
 std::string cuda_version_string(int version);

@@ -56,6 +56,24 @@ TEST(CudaMemory, EnforcesTheLimitAndRecordsThePeak) {
   EXPECT_EQ(m->in_use_bytes(), 0u);
 }
 
+// The first CudaMemory of a device gives cuBLAS its one workspace from the
+// pool: the kGpuLibraryWorkspaceBytes the memory plan counts.
+TEST(CudaMemory, FirstOfADeviceHoldsCublasWorkspace) {
+  DEVMAP_REQUIRE_GPU();
+  auto device = std::make_shared<cuda::CudaDevice>(0);
+  {
+    CudaMemory m(device, "gpu:0", kGpuLibraryWorkspaceBytes + kMiB);
+    EXPECT_EQ(m.in_use_bytes(), kGpuLibraryWorkspaceBytes);
+    EXPECT_EQ(m.peak_bytes(), kGpuLibraryWorkspaceBytes);
+    EXPECT_GT(device->cublas_workspace_bytes(), 0u);
+    EXPECT_LE(device->cublas_workspace_bytes(), kGpuLibraryWorkspaceBytes);
+    CudaMemory second(device, "gpu:0", kMiB);  // shares it
+    EXPECT_EQ(second.in_use_bytes(), 0u);
+  }
+  EXPECT_EQ(device->cublas_workspace_bytes(), 0u) << "handed back with the pool";
+  EXPECT_THROW(CudaMemory(std::make_shared<cuda::CudaDevice>(0), "gpu:0", kMiB), Error) << "no room for it";
+}
+
 TEST(CudaMemory, AllocationsAreZeroedAlignedAndInsideThePool) {
   DEVMAP_REQUIRE_GPU();
   auto m = small_memory(4 * kMiB);

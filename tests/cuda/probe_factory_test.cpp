@@ -31,6 +31,31 @@ TEST(ProbeGpu, GivesAReasonOrADevice) {
   }
 }
 
+// The probe's library checks need no device: cuDNN's sub-libraries load
+// and match it, and it was built for this build's CUDA major version.
+TEST(ProbeGpu, CudaLibrariesFitTheBuild) {
+  EXPECT_EQ(cuda::cuda_library_problem(), "");
+  const cuda::GpuProbe& p = gpu_probe();
+  EXPECT_EQ(p.library_problem, "");
+  EXPECT_GT(p.cudnn_cudart_version, 0u);
+  EXPECT_NE(p.describe().find("cuDNN libraries: ops and convolution sub-libraries load and match"), std::string::npos)
+      << p.describe();
+  if (p.usable) {
+    EXPECT_GT(p.conv_algorithms, 0);
+    EXPECT_NE(p.describe().find("handles: cuDNN and cuBLAS created and destroyed"), std::string::npos);
+  }
+}
+
+TEST(ProbeGpu, VersionMismatchesAreNotUsable) {
+  EXPECT_EQ(cuda::cuda_version_problem(91900, 91900, 13010, 13000), "");
+  EXPECT_EQ(cuda::cuda_version_problem(90100, 91900, 13000, 13020), "");  // minor versions may differ
+  EXPECT_EQ(cuda::cuda_version_problem(80907, 91900, 12020, 13000),
+            "cuDNN 8.9.7 is loaded; this build needs cuDNN 9 (libcudnn.so.9)");
+  const std::string cudart = cuda::cuda_version_problem(91900, 91900, 12090, 13000);
+  EXPECT_NE(cudart.find("is built for CUDA 12.9, this build runs CUDA 13.0"), std::string::npos) << cudart;
+  EXPECT_NE(cudart.find("nvidia-cudnn-cu13"), std::string::npos) << cudart;
+}
+
 TEST(ProbeGpu, MissingOrdinalIsNotUsable) {
   const cuda::GpuProbe p = cuda::probe_gpu(999);
   EXPECT_FALSE(p.usable);
@@ -55,6 +80,8 @@ TEST(WorkerGpuProbe, ExitStatusSaysWhetherThereIsAUsableGpu) {
     EXPECT_NE(r.out.find("no usable GPU"), std::string::npos) << r.out;
   }
   EXPECT_NE(r.out.find("cuDNN: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cuDNN libraries: ops and convolution sub-libraries load and match"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("CUDA driver: "), std::string::npos) << r.out;
 }
 

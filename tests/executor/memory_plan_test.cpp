@@ -17,10 +17,15 @@ namespace devmap {
 namespace {
 
 // Host memory that claims the CPU cannot address it, so that the executor
-// takes the staging path a GPU takes; counts the copies it is asked for.
+// takes the staging path a GPU takes, and that holds the math libraries'
+// workspace from its start as a GPU's CudaMemory does (cuBLAS's); counts
+// the copies it is asked for.
 class StagedHostMemory : public HostMemory {
  public:
-  using HostMemory::HostMemory;
+  StagedHostMemory(std::string device, uint64_t limit) : HostMemory(std::move(device), limit) {
+    library_ =
+        DeviceBuffer(*this, static_cast<int64_t>(library_workspace_bytes(false) / sizeof(float)), "cuBLAS workspace");
+  }
   bool host_accessible() const override { return false; }
   void copy_from_host(void* d, const void* s, size_t n) override {
     ++copies;
@@ -31,6 +36,9 @@ class StagedHostMemory : public HostMemory {
     HostMemory::copy_to_host(d, s, n);
   }
   int copies = 0;
+
+ private:
+  DeviceBuffer library_;
 };
 
 // A channel for executors that only allocate: any use is a test bug.
@@ -104,6 +112,23 @@ TEST_P(PlanMatchesExecutor, ByteForByte) {
     EXPECT_GT(d.total(), 0u);
     EXPECT_EQ(c.host ? d.staging : d.transport, 0u) << "a CPU stages nothing; a GPU's slots are host memory";
   }
+}
+
+// A GPU holds cuBLAS's fixed workspace (32 MiB, whatever the batch and the
+// ops); a CPU holds none. The plan counts it in the device's total.
+TEST(MemoryPlan, CountsTheGpuLibraryWorkspace) {
+  Graph g = split_cnn();
+  Program program = build_training_program(g);
+  Partition part = partition_program(g, program);
+  for (bool host : {true, false})
+    for (int64_t batch : {1, 64}) {
+      MemoryPlan plan = plan_memory(plan_inputs_for(g, program, part, host, 1, inputs_of(g)), batch);
+      for (const DeviceMemoryPlan& d : plan.devices) {
+        EXPECT_EQ(d.library, host ? 0u : uint64_t{32} << 20) << d.device;
+        EXPECT_EQ(d.total(), d.params + d.grads + d.optimizer_state + d.activations + d.activation_grads + d.staging +
+                                 d.workspace + d.transport + d.library);
+      }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, PlanMatchesExecutor,
