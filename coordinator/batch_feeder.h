@@ -14,6 +14,7 @@
 #include "coordinator/signals.h"
 #include "coordinator/worker_group.h"
 #include "core/error.h"
+#include "core/memory_plan.h"
 #include "transport/shm_segment.h"
 
 namespace devmap {
@@ -53,6 +54,7 @@ class BatchFeeder {
   template <typename Source, typename OnDone>
   bool run(Source&& source, int64_t batch_size, int64_t micro, int64_t first_step, uint32_t flags, int64_t max_batches,
            OnDone on_done) {
+    if (round_ > 0) return run_rounds(source, batch_size, micro, round_, first_step, flags, max_batches, on_done);
     const int64_t count = source.count();
     int64_t batches = (count + batch_size - 1) / batch_size;
     if (max_batches >= 0) batches = std::min(batches, max_batches);
@@ -60,9 +62,6 @@ class BatchFeeder {
     micro = std::min(micro, batch_size);
     // (batch, first sample, samples) of every micro-batch, in order; a
     // batch's micro-batches are as even as micro_batch_sizes() makes them.
-    struct Unit {
-      int64_t batch, first, size;
-    };
     auto size_of = [&](int64_t i) { return std::min(batch_size, count - i * batch_size); };
     auto micros_of = [&](int64_t i) { return (size_of(i) + micro - 1) / micro; };
     auto unit_of = [&](int64_t i, int64_t j) {
@@ -114,10 +113,95 @@ class BatchFeeder {
     }
     return true;
   }
+  // Pipelined: rounds of several micro-batches, each round one STEP that
+  // every worker runs as its share of the pipeline schedule. Training: each
+  // step of `batch_size` samples is a round of ceil(size / micro)
+  // micro-batches (as even as split_evenly makes them). Otherwise: rounds of
+  // up to `round` batches of `batch_size` samples. The input segment holds
+  // two rounds (2 x round slots): the next round is written while the
+  // workers run this one. Calls on_done per step (training) or per batch,
+  // as run() does; same stop and return rules.
+  template <typename Source, typename OnDone>
+  bool run_rounds(Source&& source, int64_t batch_size, int64_t micro, int round, int64_t first_step, uint32_t flags,
+                  int64_t max_batches, OnDone on_done) {
+    const bool train = (flags & wire::kTrain) != 0;
+    const int64_t count = source.count();
+    int64_t batches = (count + batch_size - 1) / batch_size;
+    if (max_batches >= 0) batches = std::min(batches, max_batches);
+    if (batches == 0) return true;
+    // Round r: training, step r; otherwise batches [r * round, ...).
+    const int64_t rounds = train ? batches : (batches + round - 1) / round;
+    struct Round {
+      int64_t first = 0, samples = 0;  // samples [first, first + samples) of the source
+      std::vector<int64_t> sizes;      // its micro-batches (training) or batches
+    };
+    auto round_of = [&](int64_t r) {
+      Round out;
+      if (train) {
+        out.first = r * batch_size;
+        out.samples = std::min(batch_size, count - out.first);
+        out.sizes = split_evenly(out.samples, (out.samples + micro - 1) / micro);
+      } else {
+        out.first = r * round * batch_size;
+        const int64_t last = std::min(batches, (r + 1) * round) * batch_size;
+        out.samples = std::min(last, count) - out.first;
+        for (int64_t left = out.samples; left > 0; left -= batch_size) out.sizes.push_back(std::min(left, batch_size));
+      }
+      return out;
+    };
+    auto fill_round = [&](const Round& rd, uint32_t base) {
+      int64_t at = rd.first;
+      for (size_t m = 0; m < rd.sizes.size(); ++m) {
+        fill(source, base + static_cast<int64_t>(m), Unit{0, at, rd.sizes[m]});
+        at += rd.sizes[m];
+      }
+    };
+    Round next = round_of(0);
+    fill_round(next, 0);
+    for (int64_t r = 0; r < rounds; ++r) {
+      if (interrupted()) return false;
+      const Round rd = next;
+      const uint32_t base = static_cast<uint32_t>((r % 2) * round);
+      wire::Step s{};
+      s.step = train ? first_step + r : r;
+      s.batch = train ? rd.sizes.front() : batch_size;
+      s.batch_total = rd.samples;
+      s.slot = base;
+      s.flags = flags;
+      if (train && r == 0 && first_step == 0) s.flags |= extra_first_flags_;
+      s.micro_batches = static_cast<uint32_t>(rd.sizes.size());
+      group_.send(s);
+      if (r + 1 < rounds) {
+        next = round_of(r + 1);
+        fill_round(next, static_cast<uint32_t>(((r + 1) % 2) * round));
+      }
+      StepResult res = group_.collect();
+      if (train) {
+        on_done(r, rd.samples, res, base);
+        continue;
+      }
+      for (size_t k = 0; k < rd.sizes.size(); ++k) {
+        StepResult one;
+        if (k < res.micro.size()) {
+          one.loss = res.micro[k].loss;
+          one.metric = res.micro[k].metric;
+        }
+        on_done(r * round + static_cast<int64_t>(k), rd.sizes[k], one, base + static_cast<uint32_t>(k));
+      }
+    }
+    return true;
+  }
+
   void set_first_step_flags(uint32_t f) { extra_first_flags_ = f; }
+  // run() goes by rounds of up to `round` micro-batches (a pipelined job:
+  // JobMemory::rounds); 0: one micro-batch at a time.
+  void set_rounds(int round) { round_ = round; }
 
  private:
-  template <typename Source, typename Unit>
+  struct Unit {
+    int64_t batch, first, size;
+  };
+  template <typename Source>
   void fill(Source& source, int64_t index, const Unit& u) {
     char* base =
         static_cast<char*>(segment_.data()) + static_cast<uint64_t>(index % layout_.slots) * layout_.slot_bytes;
@@ -130,6 +214,7 @@ class BatchFeeder {
   const InputLayout& layout_;
   uint64_t image_off_ = 0, label_off_ = 0;
   uint32_t extra_first_flags_ = 0;
+  int round_ = 0;
 };
 
 }  // namespace devmap

@@ -82,6 +82,10 @@ const std::vector<OptionSpec>& options() {
       {"--input", "FILE", kPredict, "images: IDX (gzip or plain) or CSV pixel rows",
        [](CL& c, S, S v) { c.predict.input = v; }},
       {"--output", "FILE", kPredict, "where to write the predictions CSV", [](CL& c, S, S v) { c.predict.output = v; }},
+      {"--probabilities", nullptr, kPredict,
+       "add each class's probability (the softmax of the\nlogits, 6 significant digits) to every row:\n"
+       "ImageId,Label,p0,p1,...",
+       [](CL& c, S, S) { c.predict.probabilities = true; }},
       {"--batch", "N", kPredict | kPlan,
        "images per step (default: predict.batch, else\ntrain.eval_batch_size; for plan, the job's batch)",
        [](CL& c, S f, S v) { c.predict.batch = parse_positive(f, v, int64_t{1} << 24); }},

@@ -99,6 +99,12 @@ TrainConfig read_train(const YamlSource& src, const YAML::Node& node) {
   train.keep_checkpoints = map.get_int("keep_checkpoints", train.keep_checkpoints, 1, 1000);
   train.max_restarts = map.get_int("max_restarts", train.max_restarts, 0, 1000);
   if (map.has("optimizer")) train.optimizer = read_optimizer(src, map.value("optimizer"));
+  if (map.has("pipeline")) {
+    MapReader pipe(src, map.value("pipeline"), section("train.pipeline"), config_keys::kPipeline);
+    train.pipeline =
+        parse_pipeline_kind(pipe.get_choice("schedule", pipeline_kind_name(train.pipeline), pipeline_kind_names()));
+    train.micro_batches = pipe.get_int("micro_batches", train.micro_batches, 1, kMaxMicroBatches);
+  }
   return train;
 }
 

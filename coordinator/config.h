@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/kernel.h"
+#include "core/pipeline_schedule.h"
 
 namespace devmap {
 
@@ -64,6 +65,11 @@ struct TrainConfig {
   // After a worker fails, relaunch the workers and resume from the last
   // checkpoint, up to this many times per run (0: fail at once).
   int64_t max_restarts = 0;
+  // train.pipeline: how a step's micro-batches flow through the devices
+  // (core/pipeline_schedule.h). micro_batches 1: no pipelining; evaluation
+  // rounds take as many batches at a time.
+  PipelineKind pipeline = PipelineKind::k1f1b;
+  int64_t micro_batches = 1;
 };
 
 // How the coordinator tells failed workers from slow ones, and how long a

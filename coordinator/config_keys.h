@@ -17,8 +17,9 @@ inline const std::vector<std::string> kModel = {"ops"};
 inline const std::vector<std::string> kData = {"train_images", "train_labels", "test_images",
                                                "test_labels",  "train_limit",  "test_limit"};
 inline const std::vector<std::string> kTrain = {
-    "epochs",    "batch_size", "eval_batch_size",  "max_steps",        "seed",        "shuffle",
-    "optimizer", "checkpoint", "checkpoint_every", "keep_checkpoints", "max_restarts"};
+    "epochs",    "batch_size", "eval_batch_size",  "max_steps",        "seed",         "shuffle",
+    "optimizer", "checkpoint", "checkpoint_every", "keep_checkpoints", "max_restarts", "pipeline"};
+inline const std::vector<std::string> kPipeline = {"schedule", "micro_batches"};
 // Every optimizer key; each type accepts a subset (optimizer_keys).
 inline const std::vector<std::string> kOptimizer = {"type",  "learning_rate", "momentum", "weight_decay",
                                                     "beta1", "beta2",         "epsilon"};

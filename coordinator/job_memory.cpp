@@ -31,8 +31,9 @@ void attach_coordinator_memory(const Config& config, const Graph& graph, bool tr
   } else if (const int image = graph.find_role(OpRole::kImageInput); image >= 0) {
     m.input_reader = PredictionInput::buffer_bytes(graph.node(image).out_shape, memory.reserve);
   }
-  m.input_slots = InputLayout::for_graph(graph, memory.reserve, 2).total_bytes();
-  if (!outputs.empty()) m.output_slots = InputLayout::for_nodes(graph, outputs, memory.reserve, 2).total_bytes();
+  m.input_slots = InputLayout::for_graph(graph, memory.reserve, memory.input_slots()).total_bytes();
+  if (!outputs.empty())
+    m.output_slots = InputLayout::for_nodes(graph, outputs, memory.reserve, memory.input_slots()).total_bytes();
   check_coordinator_memory(m, config.path);
 }
 
@@ -62,6 +63,47 @@ JobMemory plan_job_memory(const PlanInputs& inputs, int64_t batch, int64_t eval_
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kInvalidInput) throw;
     throw_invalid(config_path + ": " + e.what());
+  }
+}
+
+JobMemory plan_pipelined_memory(const PlanInputs& inputs, int64_t batch, int64_t eval_batch,
+                                const PipelineRequest& request, const std::string& config_path) {
+  const bool training = inputs.program->loss_node >= 0;
+  // One sample must fit with no pipeline at all, or nothing will.
+  (void)plan_job_memory(inputs, 1, 0, config_path);
+  JobMemory m;
+  m.rounds = true;
+  for (int64_t count = std::min<int64_t>(request.micro_batches, batch);; ++count) {
+    const int64_t micro = (batch + count - 1) / count;
+    PipelinePlan pipeline;
+    try {
+      pipeline = plan_pipeline(*inputs.graph, *inputs.partition, training, request.kind, static_cast<int>(count), 2);
+    } catch (const Error& e) {
+      throw_invalid(config_path + ": " + e.what());
+    }
+    PlanInputs in = inputs;
+    in.ring_slots = pipeline.edge_slots;
+    for (PlanDevice& d : in.devices) d.sets = pipeline.sets_of(*inputs.partition, d.name);
+    MemoryPlan plan = plan_memory(in, micro);
+    if (plan.fits() || micro == 1 || count >= kMaxMicroBatches) {
+      if (!plan.fits())
+        throw_invalid(config_path + ": a pipelined step does not fit the devices' memory_limit even as " +
+                      std::to_string(count) + " micro-batches of " + std::to_string(micro) +
+                      ": raise a memory_limit or use train.pipeline.schedule none");
+      m.split.requested = batch;
+      m.split.micro = micro;
+      m.split.count = (batch + micro - 1) / micro;
+      m.split.plan = plan;
+      if (count > request.micro_batches)
+        m.decisions.push_back("a pipelined step of " + std::to_string(batch) + " does not fit as " +
+                              std::to_string(request.micro_batches) + " micro-batches; running " +
+                              split_phrase(batch, micro));
+      m.reserve = micro;
+      if (eval_batch > 0) m.eval_batch = std::min(eval_batch, micro);
+      m.plan = std::move(plan);
+      m.pipeline = std::move(pipeline);
+      return m;
+    }
   }
 }
 

@@ -23,7 +23,25 @@ struct JobMemory {
   MemoryPlan plan;                     // every device at `reserve`: what the workers allocate
   std::vector<std::string> decisions;  // one line per batch the budgets changed
   CoordinatorMemory coordinator;       // the coordinator's own (attach_coordinator_memory)
+  // Pipelined jobs (train.pipeline.micro_batches > 1): rounds of up to
+  // pipeline.micro_batches micro-batches, run by the schedule.
+  bool rounds = false;
+  PipelinePlan pipeline;
+  uint32_t input_slots() const { return rounds ? 2 * static_cast<uint32_t>(pipeline.micro_batches) : 2; }
 };
+
+// A pipelined job's memory: a step of `batch` samples as at least
+// `request.micro_batches` micro-batches, more when a device's budget needs
+// smaller ones; every device holds a buffer set per micro-batch its
+// schedule keeps in flight, and every ring as many slots as the schedule
+// needs. Evaluation runs rounds of as many batches of at most the
+// micro-batch (eval_batch: their most; 0: no evaluation).
+struct PipelineRequest {
+  PipelineKind kind = PipelineKind::k1f1b;
+  int micro_batches = 1;
+};
+JobMemory plan_pipelined_memory(const PlanInputs& inputs, int64_t batch, int64_t eval_batch,
+                                const PipelineRequest& request, const std::string& config_path);
 
 // Splits `batch` to the devices' budgets; evaluation (eval_batch, 0: none)
 // runs in the buffers that leaves, at most split.micro samples at a time.

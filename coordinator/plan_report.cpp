@@ -29,7 +29,32 @@ std::string batch_line(const JobMemory& m) {
   if (m.split.count > 1) s += ", run as " + split_phrase(m.split.requested, m.split.micro);
   if (m.eval_batch > 0) s += "; evaluation in batches of " + std::to_string(m.eval_batch);
   s += "; workers allocate for " + std::to_string(m.reserve) + " samples";
+  if (m.rounds) s += std::string("; pipeline ") + pipeline_kind_name(m.pipeline.kind);
   return s;
+}
+
+// The schedule of a full step, its predicted time against lock-step, and
+// what each device holds in flight.
+void print_pipeline(const JobMemory& m, const Graph& graph, const Partition& partition, std::ostream& os) {
+  const PipelinePlan& p = m.pipeline;
+  const int count = static_cast<int>(std::min<int64_t>(m.split.count, p.micro_batches));
+  const bool training = !p.by_count.empty();
+  const PipelineSchedule& s = p.schedule(count, training);
+  os << "\npipeline " << pipeline_kind_name(p.kind) << ", " << count << " micro-batches of " << m.split.micro
+     << " per step (F: forward, B: backward, of micro-batch N; .S: segment S of a device with several stages):\n"
+     << describe_schedule(s, partition);
+  // The lock-step schedule of the same micro-batches, by the same costs.
+  const PipelinePlan lockstep = plan_pipeline(graph, partition, training, PipelineKind::kNone, count, 1);
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.2f", s.makespan / lockstep.schedule(count, training).makespan);
+  os << "  predicted step time (from the ops' FLOPs, transfers free): " << ratio
+     << "x of lock-step with the same micro-batches\n";
+  for (size_t d = 0; d < partition.devices.size(); ++d) {
+    char busy[32];
+    std::snprintf(busy, sizeof busy, "%.0f%%", 100 * s.busy[d] / s.makespan);
+    os << "  " << partition.devices[d] << ": up to " << p.sets.at(d) << " micro-batches in flight, busy " << busy
+       << " of the step\n";
+  }
 }
 
 }  // namespace
@@ -56,6 +81,7 @@ void print_memory_plan(const PlanReportInfo& info, const JobMemory& m, const Gra
     if (d.limit) os << " of " << format_bytes(d.limit) << (d.fits() ? "" : "  DOES NOT FIT");
     os << "\n";
   }
+  if (m.rounds && info.partition) print_pipeline(m, graph, *info.partition, os);
   const CoordinatorMemory& coord = m.coordinator;
   os << "\ncoordinator: " << format_bytes(coord.total()) << " planned (" << coord.parts() << "), memory_limit "
      << (coord.limit ? format_bytes(coord.limit) : std::string("none")) << "\n";

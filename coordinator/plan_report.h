@@ -11,7 +11,8 @@ namespace devmap {
 
 struct PlanReportInfo {
   std::string config_path;
-  std::string job;  // "train" or "predict"
+  std::string job;                       // "train" or "predict"
+  const Partition* partition = nullptr;  // for the pipeline schedule
 };
 
 void print_memory_plan(const PlanReportInfo& info, const JobMemory& memory, const Graph& graph, std::ostream& os);

@@ -11,6 +11,7 @@
 #include "coordinator/image_input.h"
 #include "coordinator/memory_report.h"
 #include "coordinator/metrics_log.h"
+#include "coordinator/prediction_writer.h"
 #include "coordinator/progress_bar.h"
 #include "coordinator/run_outputs.h"
 #include "coordinator/session.h"
@@ -18,6 +19,18 @@
 #include "core/process_stats.h"
 
 namespace devmap {
+
+namespace {
+
+// The progress bar's status: "images, 1234 images/s" since `t0`.
+std::string images_per_second(int64_t done, std::chrono::steady_clock::time_point t0) {
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  char status[48];
+  std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
+  return status;
+}
+
+}  // namespace
 
 int prediction_node(Graph& g, const std::string& config_path) {
   for (int i = 0; i < g.size(); ++i)
@@ -50,7 +63,12 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
         "predict.weights, predict.input and predict.output in " +
         config.path + " (see --help)");
   Graph graph = config.graph;
-  int pred = prediction_node(graph, config.path);
+  const int pred = prediction_node(graph, config.path);
+  std::vector<int> wanted = {pred};
+  // --probabilities: the argmax's input (the logits) is a second output.
+  const int logits = graph.node(pred).inputs[0];
+  const int64_t classes = po.probabilities ? graph.node(logits).out_shape.numel() : 0;
+  if (po.probabilities) wanted.push_back(logits);
   int image_node = graph.find_role(OpRole::kImageInput);
   int label_node = graph.find_role(OpRole::kLabelInput);
   if (image_node < 0) throw_invalid(config.path + ": the model has no input op to feed");
@@ -58,7 +76,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   // Slots are sized by what will be fed: never more than the input holds.
   const int64_t requested = std::min(po.batch > 0 ? po.batch : config.train.eval_batch_size, input.count());
 
-  Session session(config, options, graph, /*training=*/false, {pred}, requested);
+  Session session(config, options, graph, /*training=*/false, wanted, requested);
   // Prediction needs no whole batch at once: a batch that does not fit is
   // streamed as smaller ones, each written out as it arrives.
   const int64_t batch = session.memory().split.micro;
@@ -81,34 +99,26 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   std::cerr << "devmap: predicting " << input.count() << " images of " << po.input << " in batches of " << batch
             << "\n";
 
-  out << "ImageId,Label\n";
-  const uint64_t pred_off = session.output_layout().input_offsets[0];
+  PredictionWriter writer(out, classes);
+  writer.write_header();
+  const InputLayout& out_layout = session.output_layout();
   BatchFeeder feeder(session.workers(), session.input(), session.layout(), image_node, label_node);
+  if (session.memory().rounds) feeder.set_rounds(session.memory().pipeline.micro_batches);
   ProgressBar bar("predict", input.count(), std::max<int64_t>(input.count() / 10, 1));
   auto t0 = std::chrono::steady_clock::now();
-  int64_t done = 0;
   bool complete = feeder.run(input, batch, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
-    const char* base = static_cast<const char*>(session.output()->data()) + slot * session.output_layout().slot_bytes;
-    const float* labels = reinterpret_cast<const float*>(base + pred_off);
-    char line[32];
-    for (int64_t k = 0; k < n; ++k) {
-      int len = std::snprintf(line, sizeof line, "%lld,%d\n", static_cast<long long>(done + k + 1),
-                              static_cast<int>(labels[k]));
-      out.write(line, len);
-    }
-    done += n;
+    const char* base = static_cast<const char*>(session.output()->data()) + slot * out_layout.slot_bytes;
+    const float* labels = reinterpret_cast<const float*>(base + out_layout.input_offsets[0]);
+    const float* scores = classes ? reinterpret_cast<const float*>(base + out_layout.input_offsets[1]) : nullptr;
+    writer.write_rows(n, labels, scores);
     metrics.begin();
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    char status[48];
-    std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
-    bar.update(done, status);
+    bar.update(writer.rows(), images_per_second(writer.rows(), t0));
   });
+  const int64_t done = writer.rows();
   out.flush();
   if (!out) throw_runtime("writing " + po.output + " failed");
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  char status[48];
-  std::snprintf(status, sizeof status, "images, %.0f images/s", static_cast<double>(done) / secs);
-  bar.finish(status);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  bar.finish(images_per_second(done, t0));
   session.workers().shutdown();
   metrics.begin();
   if (!complete) {

@@ -16,6 +16,7 @@ struct PredictOptions {
   std::string input;    // IDX images or CSV pixel rows
   std::string output;   // CSV to write
   int64_t batch = 0;    // images per step; 0: train.eval_batch_size
+  bool probabilities = false;  // add p0..pK-1, the softmax of the logits, to each row
 };
 
 // The op whose output is the predicted class: an argmax op of the model, or

@@ -104,12 +104,17 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
       partition_(partition_program(graph_, program_)),
       plan_inputs_(plan_inputs(config, graph_, program_, partition_, external_ops(graph_, outputs))),
       memory_([&] {
-        JobMemory m = plan_job_memory(plan_inputs_, batch, eval_batch, config.path);
+        JobMemory m =
+            config.train.micro_batches > 1
+                ? plan_pipelined_memory(
+                      plan_inputs_, batch, eval_batch,
+                      PipelineRequest{config.train.pipeline, static_cast<int>(config.train.micro_batches)}, config.path)
+                : plan_job_memory(plan_inputs_, batch, eval_batch, config.path);
         attach_coordinator_memory(config, graph_, training, outputs, m);
         return m;
       }()),
-      layout_(InputLayout::for_graph(graph_, memory_.reserve, 2)),
-      output_layout_(InputLayout::for_nodes(graph_, outputs, memory_.reserve, 2)),
+      layout_(InputLayout::for_graph(graph_, memory_.reserve, memory_.input_slots())),
+      output_layout_(InputLayout::for_nodes(graph_, outputs, memory_.reserve, memory_.input_slots())),
       input_(ShmSegment::create(run_.segment_name("input"), layout_.total_bytes())) {
   const int64_t max_batch = memory_.reserve;
   check_devices(config, partition_);
@@ -117,7 +122,8 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
     output_ =
         std::make_unique<ShmSegment>(ShmSegment::create(run_.segment_name("output"), output_layout_.total_bytes()));
   std::string prefix = run_.segment_prefix();
-  for (const ChannelEdge& e : channel_edges(partition_, prefix, max_batch))
+  for (const ChannelEdge& e : channel_edges(partition_, prefix, max_batch, "",
+                                            memory_.rounds ? memory_.pipeline.edge_slots : std::vector<int>{}))
     edge_segments_.push_back(ShmSegment::create(e.segment, e.slot_bytes * e.slots));
 
   std::vector<WorkerLaunch> launches;
@@ -133,6 +139,10 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
     l.plan.profile = options.profile;
     l.plan.optimizer = config.train.optimizer;
     l.plan.max_batch = max_batch;
+    if (memory_.rounds) {
+      l.plan.pipeline = memory_.pipeline.kind;
+      l.plan.micro_batches = memory_.pipeline.micro_batches;
+    }
     l.plan.memory_limit = d->memory_limit > 0 ? static_cast<uint64_t>(d->memory_limit) : 0;
     l.plan.graph = graph_;
     l.plan.outputs = outputs;

@@ -184,6 +184,7 @@ class Trainer {
     }
 
     BatchFeeder feeder(group, session.input(), session.layout(), image_node_, label_node_);
+    if (memory.rounds) feeder.set_rounds(memory.pipeline.micro_batches);
     if (options_.param_stats) feeder.set_first_step_flags(wire::kParamStats);
     step_ = 0;
     epochs_done_ = 0;

@@ -244,7 +244,10 @@ StepResult WorkerGroup::collect() {
     auto done = m.message.as<wire::StepDone>(/*allow_tail=*/true);
     if (done.step != pending_.step)
       fail_worker(w, "answered step " + std::to_string(done.step) + " instead of " + std::to_string(pending_.step));
-    wire::check_body_size(m.message, sizeof done + done.param_stats * sizeof(wire::ParamStat), false);
+    wire::check_body_size(
+        m.message,
+        sizeof done + done.param_stats * sizeof(wire::ParamStat) + done.micro_results * sizeof(wire::MicroResult),
+        false);
     w.result_pending = false;
     w.busy = false;
     if (policy_.planned_seconds) {
@@ -260,6 +263,14 @@ StepResult WorkerGroup::collect() {
       wire::ParamStat st;
       std::memcpy(&st, m.message.body.data() + sizeof done + i * sizeof st, sizeof st);
       result.param_stats.push_back(st);
+    }
+    if (done.micro_results > 0 && result.micro.size() < done.micro_results) result.micro.resize(done.micro_results);
+    for (uint32_t i = 0; i < done.micro_results; ++i) {
+      wire::MicroResult mr;
+      std::memcpy(&mr, m.message.body.data() + sizeof done + done.param_stats * sizeof(wire::ParamStat) + i * sizeof mr,
+                  sizeof mr);
+      result.micro[i].loss += mr.loss;
+      result.micro[i].metric += mr.metric;
     }
   }
   busy_.add_step(std::chrono::duration<double>(Clock::now() - pending_sent_).count());

@@ -58,6 +58,7 @@ struct StepResult {
   float metric = 0;
   double compute_seconds = 0;  // the slowest worker's
   std::vector<wire::ParamStat> param_stats;
+  std::vector<wire::MicroResult> micro;  // a round's batches (evaluation, prediction)
 };
 
 struct WorkerInfo {

@@ -6,6 +6,8 @@
 // tensor straight into it, then send() signals the consumers; each consumer
 // receive()s the slot and reads it in place until release(). A producer
 // never overwrites a slot that a consumer has not released (credits).
+// Tensors of an edge are sent and received in order of (step, micro-batch);
+// several micro-batches of a step may be in flight at once (pipelines).
 #pragma once
 
 #include <cstddef>
@@ -18,14 +20,15 @@ class Channel {
   virtual ~Channel() = default;
   // Producer: memory of a free slot of `edge` with room for `bytes`; blocks
   // until every consumer has released it.
-  virtual float* acquire(int edge, int64_t step, size_t bytes) = 0;
+  virtual float* acquire(int edge, int64_t step, size_t bytes, int micro = 0) = 0;
   // Producer: the slot acquired for `edge` now holds the step's tensor.
-  virtual void send(int edge, int64_t step) = 0;
+  virtual void send(int edge, int64_t step, int micro = 0) = 0;
   // Consumer: blocks until the step's tensor of `edge` arrives; returns the
   // slot's memory, valid until release(step).
-  virtual float* receive(int edge, int64_t step) = 0;
-  // Consumer: gives every slot received for `step` back to its producer.
-  virtual void release(int64_t step) = 0;
+  virtual float* receive(int edge, int64_t step, int micro = 0) = 0;
+  // Consumer: gives every slot received for `step` (only those of
+  // micro-batch `micro` when it is >= 0) back to its producer.
+  virtual void release(int64_t step, int micro = -1) = 0;
 };
 
 }  // namespace devmap

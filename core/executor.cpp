@@ -46,6 +46,8 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
     for (size_t t = 0; t < nt; ++t) uses_[t] = program_.needed[static_cast<size_t>(program_.tensors[t].node)];
     owns_loss_ = program_.loss_node >= 0;
   }
+  fsegs_ = segments_of(forward_);
+  bsegs_ = segments_of(backward_);
   kernels_.resize(n);
   node_params_.resize(n);
   for (const Instr& ins : forward_)
@@ -96,16 +98,31 @@ void Executor::set_external(int node) {
   external_[static_cast<size_t>(node)] = true;
 }
 
-void Executor::reserve(int64_t max_batch) {
+void Executor::reserve(int64_t max_batch, int sets) {
+  assert(sets >= 1);
   max_batch_ = max_batch;
-  for (int t = 0; t < program_.tensor_count(); ++t) {
-    auto i = static_cast<size_t>(t);
-    buffers_[i].reset();
-    // On a host device, external and cut-edge tensors are used in place.
-    if (!uses_[i] || (host_ && staged(t))) continue;
-    const TensorInfo& info = program_.tensors[i];
-    buffers_[i] = DeviceBuffer(*memory_, tensor_shape(t, max_batch).numel(), info.name);
+  use_set(0);
+  for (DeviceBuffer& b : buffers_) b.reset();
+  stored_.clear();
+  // Set 0 becomes the current one; sets 1.. wait in stored_.
+  stored_.resize(static_cast<size_t>(sets));
+  for (int k = sets - 1; k >= 0; --k) {
+    std::vector<DeviceBuffer>& buffers = k == 0 ? buffers_ : stored_[static_cast<size_t>(k)].buffers;
+    buffers.resize(static_cast<size_t>(program_.tensor_count()));
+    for (int t = 0; t < program_.tensor_count(); ++t) {
+      auto i = static_cast<size_t>(t);
+      // On a host device, external and cut-edge tensors are used in place.
+      if (!uses_[i] || (host_ && staged(t))) continue;
+      const TensorInfo& info = program_.tensors[i];
+      buffers[i] = DeviceBuffer(*memory_, tensor_shape(t, max_batch).numel(),
+                                sets > 1 ? info.name + " (buffer set " + std::to_string(k) + ")" : info.name);
+    }
+    if (k > 0) {
+      stored_[static_cast<size_t>(k)].bound = bound_;
+      stored_[static_cast<size_t>(k)].host_of = host_of_;
+    }
   }
+  current_set_ = 0;
   // One workspace as large as the largest op's planned figure (the op
   // schema's, which the memory plan counts); a kernel may not need more.
   workspace_.reset();
@@ -132,6 +149,29 @@ void Executor::reserve(int64_t max_batch) {
     OpRole role = graph_.node(node).schema->role;
     (role == OpRole::kImageInput || role == OpRole::kLabelInput ? staged_inputs_ : staged_outputs_).push_back(node);
   }
+}
+
+void Executor::use_set(int set) {
+  if (set == current_set_ || stored_.empty()) return;
+  assert(set >= 0 && set < static_cast<int>(stored_.size()));
+  BufferSet& out = stored_[static_cast<size_t>(current_set_)];
+  out.buffers = std::move(buffers_);
+  out.bound = std::move(bound_);
+  out.host_of = std::move(host_of_);
+  BufferSet& in = stored_[static_cast<size_t>(set)];
+  buffers_ = std::move(in.buffers);
+  bound_ = std::move(in.bound);
+  host_of_ = std::move(in.host_of);
+  current_set_ = set;
+}
+
+bool Executor::segment_computes(int segment, int node) const {
+  const Segment& s = fsegs_.at(static_cast<size_t>(segment));
+  for (int i = s.begin; i < s.end; ++i) {
+    const Instr& ins = forward_[static_cast<size_t>(i)];
+    if (ins.kind == InstrKind::kForward && ins.node == node) return true;
+  }
+  return false;
 }
 
 void Executor::init_parameters() {
@@ -192,27 +232,45 @@ KernelContext Executor::context(const StepInfo& info) {
   return ctx;
 }
 
-void Executor::forward(int64_t batch, const StepInfo& info) {
-  // Staged external tensors: inputs go to the device first, outputs come
-  // back after the pass.
-  auto bytes = [&](int node) { return static_cast<size_t>(tensor_shape(node, batch).numel()) * sizeof(float); };
+// Staged external tensors: inputs go to the device before the forward pass,
+// outputs come back after it.
+void Executor::copy_staged_inputs(int64_t batch) {
   for (int node : staged_inputs_) {
     auto i = static_cast<size_t>(node);
     assert(host_of_[i] && "bind_output() every external op before running");
-    memory_->copy_from_host(buffers_[i].data(), host_of_[i], bytes(node));
+    memory_->copy_from_host(buffers_[i].data(), host_of_[i],
+                            static_cast<size_t>(tensor_shape(node, batch).numel()) * sizeof(float));
   }
-  run(forward_, batch, info, false);
+}
+
+void Executor::copy_staged_outputs(int64_t batch) {
   for (int node : staged_outputs_) {
     auto i = static_cast<size_t>(node);
     assert(host_of_[i] && "bind_output() every external op before running");
-    memory_->copy_to_host(host_of_[i], buffers_[i].data(), bytes(node));
+    memory_->copy_to_host(host_of_[i], buffers_[i].data(),
+                          static_cast<size_t>(tensor_shape(node, batch).numel()) * sizeof(float));
   }
+}
+
+void Executor::forward(int64_t batch, const StepInfo& info) {
+  copy_staged_inputs(batch);
+  run(forward_, 0, static_cast<int>(forward_.size()), batch, info, false);
+  copy_staged_outputs(batch);
 }
 
 void Executor::backward(int64_t batch, const StepInfo& info, bool accumulate) {
   assert(program_.loss_grad >= 0);
   if (owns_loss_) memory_->fill(view(program_.loss_grad, batch).data, 1.0f, 1);
-  run(backward_, batch, info, accumulate);
+  run(backward_, 0, static_cast<int>(backward_.size()), batch, info, accumulate);
+}
+
+void Executor::run_segment(bool backward, int segment, int64_t batch, const StepInfo& info, bool accumulate) {
+  const std::vector<Segment>& segs = backward ? bsegs_ : fsegs_;
+  const Segment& seg = segs.at(static_cast<size_t>(segment));
+  if (!backward && segment == 0) copy_staged_inputs(batch);
+  if (backward && segment == 0 && owns_loss_) memory_->fill(view(program_.loss_grad, batch).data, 1.0f, 1);
+  run(backward ? backward_ : forward_, seg.begin, seg.end, batch, info, accumulate);
+  if (!backward && segment + 1 == static_cast<int>(segs.size())) copy_staged_outputs(batch);
 }
 
 void Executor::enable_profile() {
@@ -220,12 +278,14 @@ void Executor::enable_profile() {
   timer_ = memory_->make_timer();
 }
 
-void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepInfo& info, bool accumulate) {
+void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t batch, const StepInfo& info,
+                   bool accumulate) {
   KernelContext ctx = context(info);
   std::vector<TensorView> inputs, params;
   timed_.clear();
   if (timer_) timer_->clear();  // what a pass that threw left
-  for (const Instr& ins : instrs) {
+  for (int k = begin; k < end; ++k) {
+    const Instr& ins = instrs[static_cast<size_t>(k)];
     running_.store(static_cast<int64_t>(ins.kind) << 32 | static_cast<uint32_t>(ins.node), std::memory_order_relaxed);
     auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const bool device_timed = profiling_ && timer_ && ins.kind != InstrKind::kSend && ins.kind != InstrKind::kRecv;
@@ -236,7 +296,8 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
       int e = edge_of_[static_cast<size_t>(t)];
       if (e >= 0) {
         const auto w0 = std::chrono::steady_clock::now();
-        bound_[static_cast<size_t>(t)] = channel_->acquire(e, info.step, tensor_shape(t, batch).numel() * 4);
+        bound_[static_cast<size_t>(t)] =
+            channel_->acquire(e, info.step, tensor_shape(t, batch).numel() * 4, info.micro);
         wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
       }
     }
@@ -265,17 +326,17 @@ void Executor::run(const std::vector<Instr>& instrs, int64_t batch, const StepIn
           int t = ins.in[0];
           size_t bytes = tensor_shape(t, batch).numel() * sizeof(float);
           const auto w0 = std::chrono::steady_clock::now();
-          float* slot = channel_->acquire(ins.node, info.step, bytes);
+          float* slot = channel_->acquire(ins.node, info.step, bytes, info.micro);
           wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
           memory_->copy_to_host(slot, buffers_[static_cast<size_t>(t)].data(), bytes);
         }
-        channel_->send(ins.node, info.step);
+        channel_->send(ins.node, info.step, info.micro);
         break;
       }
       case InstrKind::kRecv: {
         int t = ins.out[0];
         const auto w0 = std::chrono::steady_clock::now();
-        float* slot = channel_->receive(ins.node, info.step);
+        float* slot = channel_->receive(ins.node, info.step, info.micro);
         wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
         if (host_)
           bound_[static_cast<size_t>(t)] = slot;
@@ -383,6 +444,11 @@ void Executor::finish_step(const StepInfo& info) {
   // coordinator's input slot): the device finishes before they go back.
   memory_->synchronize();
   if (channel_) channel_->release(info.step);
+}
+
+void Executor::finish_micro(const StepInfo& info) {
+  memory_->synchronize();
+  if (channel_) channel_->release(info.step, info.micro);
 }
 
 void Executor::apply_optimizer(int64_t step) {

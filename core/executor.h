@@ -13,6 +13,7 @@
 // sent slots just before the send, outputs after the forward pass.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -23,6 +24,7 @@
 #include "core/device_memory.h"
 #include "core/kernel.h"
 #include "core/partition.h"
+#include "core/pipeline_schedule.h"
 #include "core/profile.h"
 #include "core/program.h"
 
@@ -33,6 +35,7 @@ struct StepInfo {
   int64_t sample_offset = 0;  // first sample of this micro-batch within the step
   int64_t batch_total = 0;    // samples in the whole step
   bool training = false;
+  int micro = 0;  // micro-batch within the step (the tag of its cut-edge tensors)
 };
 
 // One parameter tensor of one op, named "op.param" (as in checkpoints).
@@ -62,10 +65,15 @@ class Executor {
   // bind_output (an input op fed by the coordinator, or an output it reads).
   // Call before reserve().
   void set_external(int node);
-  // Allocates every buffer for batches of up to `max_batch` samples.
-  // Throws devmap::Error when the device's memory_limit is exceeded.
-  void reserve(int64_t max_batch);
+  // Allocates every buffer for batches of up to `max_batch` samples, in
+  // `sets` buffer sets: each activation and activation gradient once per
+  // micro-batch a pipeline keeps in flight (use_set picks one). Throws
+  // devmap::Error when the device's memory_limit is exceeded.
+  void reserve(int64_t max_batch, int sets = 1);
   int64_t max_batch() const { return max_batch_; }
+  // The buffer set the next passes, bind_output, output and scalar use.
+  void use_set(int set);
+  int sets() const { return std::max(1, static_cast<int>(stored_.size())); }
 
   // Sets the initial parameters: counter-based random values keyed by
   // (seed, "op.param"), identical in any process.
@@ -83,6 +91,12 @@ class Executor {
   // accumulate: add parameter gradients to those of earlier micro-batches of
   // the same step instead of overwriting them.
   void backward(int64_t batch, const StepInfo& info, bool accumulate);
+  // One segment (core/pipeline_schedule.h) of the forward or backward pass:
+  // forward() and backward() run all of them in order.
+  void run_segment(bool backward, int segment, int64_t batch, const StepInfo& info, bool accumulate);
+  int segments(bool backward) const { return static_cast<int>((backward ? bsegs_ : fsegs_).size()); }
+  // Whether forward segment `segment` computes op `node` here.
+  bool segment_computes(int segment, int node) const;
   // One optimizer update of every parameter; step is 1-based.
   void apply_optimizer(int64_t step);
 
@@ -107,6 +121,8 @@ class Executor {
   // Waits for the device, then hands back every slot received for the step
   // (end of the step).
   void finish_step(const StepInfo& info);
+  // The same for one micro-batch of a pipelined step (info.micro).
+  void finish_micro(const StepInfo& info);
 
   // What the executor is running, readable from any thread while it runs
   // (the worker's watchdog reports it): the instruction in progress, or
@@ -132,7 +148,10 @@ class Executor {
   bool staged(int tensor) const;  // external or cut-edge tensor behind a device staging buffer
   TensorView view(int tensor, int64_t batch) const;
   KernelContext context(const StepInfo& info);
-  void run(const std::vector<Instr>& instrs, int64_t batch, const StepInfo& info, bool accumulate);
+  // Runs instrs[begin, end).
+  void run(const std::vector<Instr>& instrs, int begin, int end, int64_t batch, const StepInfo& info, bool accumulate);
+  void copy_staged_inputs(int64_t batch);
+  void copy_staged_outputs(int64_t batch);
   void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
   void record(const Instr& ins, int64_t batch, double seconds);
   void record_pass(int64_t batch);
@@ -140,6 +159,7 @@ class Executor {
   const Graph& graph_;
   Program program_;
   std::vector<Instr> forward_, backward_;  // this device's instructions
+  std::vector<Segment> fsegs_, bsegs_;     // their segments
   std::vector<bool> local_;                // per node
   std::vector<bool> uses_;                 // per tensor
   std::vector<int> edge_of_;               // per tensor: the cut edge it crosses, or -1
@@ -171,10 +191,19 @@ class Executor {
   std::vector<std::unique_ptr<OpKernel>> kernels_;  // per node (null where none)
   std::unique_ptr<OptimizerKernel> optimizer_;
   std::vector<Parameter> params_;
-  std::vector<std::vector<int>> node_params_;        // node -> indices into params_
-  std::vector<DeviceBuffer> buffers_;                // per tensor
-  std::vector<float*> bound_;                        // per tensor: host memory used in place, or null
-  std::vector<float*> host_of_;                      // per tensor: host memory behind a staging buffer, or null
+  std::vector<std::vector<int>> node_params_;  // node -> indices into params_
+  // The current buffer set, per tensor: its buffer, the host memory it
+  // uses in place (or null), the host memory behind a staging buffer (or
+  // null). The other sets wait in stored_ (use_set swaps them in).
+  std::vector<DeviceBuffer> buffers_;
+  std::vector<float*> bound_;
+  std::vector<float*> host_of_;
+  struct BufferSet {
+    std::vector<DeviceBuffer> buffers;
+    std::vector<float*> bound, host_of;
+  };
+  std::vector<BufferSet> stored_;  // sets but the current one, by index (the current one's entry is empty)
+  int current_set_ = 0;
   std::vector<bool> external_;                       // per node: set_external
   std::vector<int> staged_inputs_, staged_outputs_;  // external ops behind staging buffers (set in reserve)
   DeviceBuffer workspace_;

@@ -60,7 +60,9 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch) {
     em.consumers = e.consumers;
     em.shape = e.per_sample.with_batch(batch);
     em.bytes = static_cast<uint64_t>(e.bytes(batch));
-    em.ring_bytes = charged_bytes(in.edge_slots * ((em.bytes + 63) / 64 * 64));
+    const uint64_t slots =
+        in.ring_slots.empty() ? in.edge_slots : static_cast<uint64_t>(in.ring_slots.at(static_cast<size_t>(e.id)));
+    em.ring_bytes = charged_bytes(slots * ((em.bytes + 63) / 64 * 64));
     plan.edges.push_back(std::move(em));
   }
   std::vector<bool> external(static_cast<size_t>(g.size()), false);
@@ -100,7 +102,8 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch) {
       bool staged = (info.kind == TensorInfo::Kind::kActivation && external[static_cast<size_t>(info.node)]) ||
                     edge_of[static_cast<size_t>(t)] >= 0;
       if (dev.host_memory && staged) continue;
-      uint64_t b = float_bytes(g.node(info.node).out_shape_for(batch).numel());
+      // One buffer per set (Executor::reserve allocates them one by one).
+      uint64_t b = float_bytes(g.node(info.node).out_shape_for(batch).numel()) * static_cast<uint64_t>(dev.sets);
       OpMemory& o = op(info.node);
       if (staged)
         o.staging += b;
@@ -213,7 +216,11 @@ BatchSplit split_batch(const PlanInputs& in, int64_t requested) {
 
 std::vector<int64_t> micro_batch_sizes(int64_t batch, int64_t micro) {
   assert(batch >= 0 && micro >= 1);
-  const int64_t count = (batch + micro - 1) / micro;
+  return split_evenly(batch, (batch + micro - 1) / micro);
+}
+
+std::vector<int64_t> split_evenly(int64_t batch, int64_t count) {
+  assert(batch >= 0 && count >= 0);
   std::vector<int64_t> sizes;
   sizes.reserve(static_cast<size_t>(count));
   for (int64_t j = 0; j < count; ++j) sizes.push_back(batch / count + (j < batch % count ? 1 : 0));

@@ -28,6 +28,7 @@ struct PlanDevice {
   // Workspace its kernel for `node` needs at `batch` samples (null: the
   // op schema's figure, Node::workspace_bytes).
   std::function<uint64_t(const Node& node, int64_t batch)> workspace_bytes;
+  int sets = 1;  // buffer sets: micro-batches a pipeline keeps in flight here
 };
 
 // One op's share of its device's memory.
@@ -88,6 +89,7 @@ struct PlanInputs {
   int optimizer_states = 0;         // state tensors per parameter (training)
   std::vector<int> external;        // ops whose outputs live in the coordinator's segments (inputs, read-back outputs)
   uint32_t edge_slots = 2;          // slots per cut edge ring
+  std::vector<int> ring_slots;      // per edge id, when a pipeline sizes them (else edge_slots)
 };
 
 MemoryPlan plan_memory(const PlanInputs& in, int64_t batch);
@@ -96,6 +98,8 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch);
 // micro-batch may exceed `micro`: ceil(batch / micro) of them, as even as
 // possible, the larger ones first (64 at most 7: four of 7, then six of 6).
 std::vector<int64_t> micro_batch_sizes(int64_t batch, int64_t micro);
+// `total` samples in `count` parts as even as possible, the larger first.
+std::vector<int64_t> split_evenly(int64_t total, int64_t count);
 // "4 of 7 and 6 of 6", "4 of 16": the sizes of micro_batch_sizes(batch, micro).
 std::string describe_micro_batches(int64_t batch, int64_t micro);
 // "10 micro-batches: 4 of 7 and 6 of 6", "4 micro-batches of 16".

@@ -122,6 +122,8 @@ std::string encode_worker_plan(const WorkerPlan& p) {
                    p.optimizer.epsilon, p.optimizer.weight_decay})
     w.put(d);
   w.put<int64_t>(p.max_batch);
+  w.put<int32_t>(static_cast<int32_t>(p.pipeline));
+  w.put<int32_t>(p.micro_batches);
   w.put<uint64_t>(p.memory_limit);
   w.put<uint32_t>(static_cast<uint32_t>(p.graph.size()));
   for (const Node& n : p.graph.nodes()) {
@@ -166,6 +168,12 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
   p.max_batch = r.get<int64_t>();
   if (p.max_batch < 1 || p.max_batch > (int64_t{1} << 24))
     throw_runtime("malformed worker plan: max_batch " + std::to_string(p.max_batch) + " is out of range");
+  const int32_t pipeline = r.get<int32_t>();
+  if (pipeline < 0 || pipeline > 2) throw_runtime("malformed worker plan: unknown pipeline schedule");
+  p.pipeline = static_cast<PipelineKind>(pipeline);
+  p.micro_batches = r.get<int32_t>();
+  if (p.micro_batches < 1 || p.micro_batches > kMaxMicroBatches)
+    throw_runtime("malformed worker plan: " + std::to_string(p.micro_batches) + " micro-batches");
   p.memory_limit = r.get<uint64_t>();
   uint32_t count = r.get_count(16);
   for (uint32_t i = 0; i < count; ++i) {

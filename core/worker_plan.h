@@ -9,6 +9,7 @@
 
 #include "core/graph.h"
 #include "core/kernel.h"
+#include "core/pipeline_schedule.h"
 
 namespace devmap {
 
@@ -36,7 +37,12 @@ struct WorkerPlan {
   bool training = true;
   bool profile = false;  // time every op (--profile)
   OptimizerConfig optimizer;
-  int64_t max_batch = 1;      // the largest (micro-)batch a step carries
+  int64_t max_batch = 1;  // the largest (micro-)batch a step carries
+  // How the micro-batches of a round flow through the devices: every
+  // worker derives the same plan_pipeline(graph, partition, training,
+  // pipeline, micro_batches, 2) as the coordinator.
+  PipelineKind pipeline = PipelineKind::kNone;
+  int micro_batches = 1;      // at most, per round (a STEP's micro_batches)
   uint64_t memory_limit = 0;  // the device's memory_limit in bytes (0: unlimited)
   Graph graph;                // ops with attrs and inputs; shapes re-inferred on decode
   std::vector<int> outputs;   // inference: the ops whose outputs are wanted

@@ -57,7 +57,7 @@ void wire_seeds(const std::string& plan) {
   wire::Ready ready{1000, 4096, {}};
   wire::copy_name(ready.runtime, "OpenBLAS 0.3.21");
   write("wire_message", "ready", wire::frame(wire::MsgType::kReady, ready));
-  write("wire_message", "step", wire::frame(wire::MsgType::kStep, wire::Step{3, 64, 0, 64, 1, wire::kTrain}));
+  write("wire_message", "step", wire::frame(wire::MsgType::kStep, wire::Step{3, 64, 0, 64, 1, wire::kTrain, 0, 0}));
   wire::StepDone done{3, 2.3f, 0.1f, 0.01, 2, 0};
   std::string body(reinterpret_cast<const char*>(&done), sizeof done);
   for (const char* name : {"fc1.weight", "fc1.bias"}) {

@@ -20,16 +20,18 @@ inline uint64_t edge_slot_bytes(const Edge& e, int64_t max_batch) {
   return (static_cast<uint64_t>(e.bytes(max_batch)) + 63) / 64 * 64;
 }
 
-// The edges `device` produces or consumes (all edges when device is empty).
+// The edges `device` produces or consumes (all edges when device is empty);
+// `slots`: each edge's ring depth by edge id (empty: kEdgeSlots each).
 inline std::vector<ChannelEdge> channel_edges(const Partition& p, const std::string& run_prefix, int64_t max_batch,
-                                              const std::string& device = "") {
+                                              const std::string& device = "", const std::vector<int>& slots = {}) {
   std::vector<ChannelEdge> out;
   for (const Edge& e : p.edges) {
     bool touches = device.empty() || e.producer == device;
     for (const std::string& c : e.consumers) touches = touches || c == device;
     if (!touches) continue;
-    out.push_back({e.id, edge_segment_name(run_prefix, e.id), edge_slot_bytes(e, max_batch), kEdgeSlots, e.producer,
-                   e.consumers});
+    const uint32_t depth = slots.empty() ? kEdgeSlots : static_cast<uint32_t>(slots.at(static_cast<size_t>(e.id)));
+    out.push_back(
+        {e.id, edge_segment_name(run_prefix, e.id), edge_slot_bytes(e, max_batch), depth, e.producer, e.consumers});
   }
   return out;
 }

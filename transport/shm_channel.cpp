@@ -21,6 +21,7 @@ struct ShmChannel::EdgeState {
   std::vector<int> outstanding;
   uint64_t next = 0;
   int64_t acquired_step = -1;
+  int acquired_micro = 0;
   uint32_t acquired_slot = 0;
   size_t acquired_bytes = 0;
   // Consumer: handles that arrived and were not yet received, in order.
@@ -96,7 +97,7 @@ bool ShmChannel::pump(milliseconds timeout) {
   return true;
 }
 
-float* ShmChannel::acquire(int edge, int64_t step, size_t bytes) {
+float* ShmChannel::acquire(int edge, int64_t step, size_t bytes, int micro) {
   EdgeState& st = state(edge);
   if (bytes > st.edge.slot_bytes)
     throw_runtime("tensor of " + std::to_string(bytes) + " bytes does not fit edge " + std::to_string(edge) +
@@ -107,15 +108,17 @@ float* ShmChannel::acquire(int edge, int64_t step, size_t bytes) {
     if (!pump(milliseconds(100)) && idle_) idle_();
   stats_.wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
   st.acquired_step = step;
+  st.acquired_micro = micro;
   st.acquired_slot = slot;
   st.acquired_bytes = bytes;
   return st.slot(slot);
 }
 
-void ShmChannel::send(int edge, int64_t step) {
+void ShmChannel::send(int edge, int64_t step, int micro) {
   EdgeState& st = state(edge);
-  if (st.acquired_step != step) throw_runtime("send of edge " + std::to_string(edge) + " without acquire");
-  wire::TensorHandle h{static_cast<uint32_t>(edge), st.acquired_slot, step, 0, 0};
+  if (st.acquired_step != step || st.acquired_micro != micro)
+    throw_runtime("send of edge " + std::to_string(edge) + " without acquire");
+  wire::TensorHandle h{static_cast<uint32_t>(edge), st.acquired_slot, step, micro, 0};
   st.outstanding[st.acquired_slot] = static_cast<int>(st.edge.consumers.size());
   for (const std::string& c : st.edge.consumers) push(c, wire::MsgType::kTensorReady, h);
   ++st.next;
@@ -124,7 +127,7 @@ void ShmChannel::send(int edge, int64_t step) {
   stats_.bytes_handed += st.acquired_bytes;
 }
 
-float* ShmChannel::receive(int edge, int64_t step) {
+float* ShmChannel::receive(int edge, int64_t step, int micro) {
   EdgeState& st = state(edge);
   auto t0 = Clock::now();
   while (st.ready.empty())
@@ -132,20 +135,26 @@ float* ShmChannel::receive(int edge, int64_t step) {
   stats_.wait_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
   wire::TensorHandle h = st.ready.front();
   st.ready.pop_front();
-  if (h.step != step)
-    throw_runtime("edge " + std::to_string(edge) + ": expected step " + std::to_string(step) + ", got " +
-                  std::to_string(h.step));
-  held_.emplace_back(edge, h.slot);
+  if (h.step != step || h.micro != micro)
+    throw_runtime("edge " + std::to_string(edge) + ": expected step " + std::to_string(step) + " micro-batch " +
+                  std::to_string(micro) + ", got step " + std::to_string(h.step) + " micro-batch " +
+                  std::to_string(h.micro));
+  held_.push_back(Held{edge, h.slot, micro});
   return st.slot(h.slot);
 }
 
-void ShmChannel::release(int64_t step) {
-  for (auto [edge, slot] : held_) {
-    EdgeState& st = state(edge);
+void ShmChannel::release(int64_t step, int micro) {
+  std::vector<Held> kept;
+  for (const Held& held : held_) {
+    if (micro >= 0 && held.micro != micro) {
+      kept.push_back(held);
+      continue;
+    }
+    EdgeState& st = state(held.edge);
     push(st.edge.producer, wire::MsgType::kSlotRelease,
-         wire::TensorHandle{static_cast<uint32_t>(edge), slot, step, 0, 0});
+         wire::TensorHandle{static_cast<uint32_t>(held.edge), held.slot, step, held.micro, 0});
   }
-  held_.clear();
+  held_ = std::move(kept);
 }
 
 }  // namespace devmap

@@ -50,10 +50,10 @@ class ShmChannel : public Channel {
              const std::vector<ChannelEdge>& edges, std::function<void()> idle);
   ~ShmChannel() override;
 
-  float* acquire(int edge, int64_t step, size_t bytes) override;
-  void send(int edge, int64_t step) override;
-  float* receive(int edge, int64_t step) override;
-  void release(int64_t step) override;
+  float* acquire(int edge, int64_t step, size_t bytes, int micro = 0) override;
+  void send(int edge, int64_t step, int micro = 0) override;
+  float* receive(int edge, int64_t step, int micro = 0) override;
+  void release(int64_t step, int micro = -1) override;
 
   const ChannelStats& stats() const { return stats_; }
 
@@ -78,7 +78,12 @@ class ShmChannel : public Channel {
   zmq::socket_t pull_;
   std::map<std::string, zmq::socket_t> push_;  // by peer device
   std::map<int, std::unique_ptr<EdgeState>> edges_;
-  std::vector<std::pair<int, uint32_t>> held_;  // (edge, slot) received and not yet released
+  struct Held {
+    int edge;
+    uint32_t slot;
+    int micro;
+  };
+  std::vector<Held> held_;  // received and not yet released
   ChannelStats stats_;
 };
 

@@ -79,8 +79,15 @@ struct Step {
   int64_t batch_total;    // samples in the whole step
   uint32_t slot;          // input slot holding this batch
   uint32_t flags;         // StepFlags
+  // A round of several micro-batches (pipelined; 0 or 1: one batch as
+  // above). Training: the step's batch_total samples split evenly into
+  // micro_batches (sample_offset 0). Evaluation and prediction: consecutive
+  // batches of `batch` samples over batch_total. Micro-batch m reads input
+  // slot (slot + m) % slots and writes output slot (slot + m) % slots.
+  uint32_t micro_batches;
+  uint32_t reserved;
 };
-static_assert(sizeof(Step) == 40 && std::is_trivially_copyable_v<Step>);
+static_assert(sizeof(Step) == 48 && std::is_trivially_copyable_v<Step>);
 
 struct StepDone {
   int64_t step;
@@ -89,8 +96,15 @@ struct StepDone {
   double compute_seconds;  // from STEP to the end of its work
   double wait_seconds;     // of which waiting for other devices (receives, free slots)
   uint32_t param_stats;    // ParamStat entries that follow
-  uint32_t reserved;
+  // MicroResult entries that follow the ParamStats: a round of evaluation or
+  // prediction batches reports each batch's loss and metric.
+  uint32_t micro_results;
 };
+
+struct MicroResult {
+  float loss, metric;
+};
+static_assert(sizeof(MicroResult) == 8 && std::is_trivially_copyable_v<MicroResult>);
 static_assert(sizeof(StepDone) == 40 && std::is_trivially_copyable_v<StepDone>);
 
 struct ParamStat {

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include "core/executor.h"
 #include "core/format_bytes.h"
 #include "core/host_memory.h"
+#include "core/memory_plan.h"
 #include "core/process_stats.h"
 #include "core/worker_plan.h"
 #include "transport/control_channel.h"
@@ -116,7 +118,12 @@ class Worker {
     // This device's share: the same pure function the coordinator planned with.
     partition_ = partition_program(plan_.graph, program);
     const DeviceProgram& mine = partition_.program_for(plan_.device);
-    std::vector<ChannelEdge> edges = channel_edges(partition_, plan_.run_prefix, plan_.max_batch, plan_.device);
+    // The same pipeline plan as the coordinator's: schedules, buffer sets, ring depths.
+    pipeline_ = plan_pipeline(plan_.graph, partition_, plan_.training, plan_.pipeline, plan_.micro_batches, kEdgeSlots);
+    device_index_ = static_cast<size_t>(std::find(partition_.devices.begin(), partition_.devices.end(), plan_.device) -
+                                        partition_.devices.begin());
+    std::vector<ChannelEdge> edges =
+        channel_edges(partition_, plan_.run_prefix, plan_.max_batch, plan_.device, pipeline_.edge_slots);
     if (!edges.empty())
       channel_ =
           // No idle hook: the watchdog ends the process if the coordinator goes.
@@ -141,7 +148,7 @@ class Worker {
       memory_->register_host(segment_.data(), segment_.size());
       if (output_segment_) memory_->register_host(output_segment_->data(), output_segment_->size());
     }
-    exec_->reserve(plan_.max_batch);
+    exec_->reserve(plan_.max_batch, pipeline_.sets_of(partition_, plan_.device));
     if (!plan_.affinity.empty()) pin_threads(plan_.affinity);
     if (plan_.profile) exec_->enable_profile();
     exec_->init_parameters();
@@ -228,51 +235,39 @@ class Worker {
   }
 
   std::string step(const wire::Step& s) {
-    if (s.slot >= plan_.layout.slots || (output_segment_ && s.slot >= plan_.output_layout.slots) || s.batch < 1 ||
-        s.batch > plan_.max_batch)
-      throw_runtime("STEP out of range: slot " + std::to_string(s.slot) + ", batch " + std::to_string(s.batch));
-    auto* base = static_cast<char*>(segment_.data()) + s.slot * plan_.layout.slot_bytes;
-    for (size_t k = 0; k < plan_.layout.input_nodes.size(); ++k)
-      exec_->bind_output(plan_.layout.input_nodes[k], reinterpret_cast<float*>(base + plan_.layout.input_offsets[k]));
-    if (output_segment_) {
-      auto* out = static_cast<char*>(output_segment_->data()) + s.slot * plan_.output_layout.slot_bytes;
-      for (size_t k = 0; k < plan_.output_layout.input_nodes.size(); ++k) {
-        int node = plan_.output_layout.input_nodes[k];
-        if (exec_->is_local(node))
-          exec_->bind_output(node, reinterpret_cast<float*>(out + plan_.output_layout.input_offsets[k]));
-      }
-    }
-
+    const uint32_t count = std::max<uint32_t>(s.micro_batches, 1);
+    const uint32_t input_slots = plan_.layout.slots, output_slots = output_segment_ ? plan_.output_layout.slots : 0;
+    if (s.slot >= input_slots || (output_segment_ && s.slot >= output_slots) || s.batch < 1 ||
+        s.batch > plan_.max_batch || count > input_slots || static_cast<int>(count) > plan_.micro_batches)
+      throw_runtime("STEP out of range: slot " + std::to_string(s.slot) + ", batch " + std::to_string(s.batch) + ", " +
+                    std::to_string(count) + " micro-batches");
     if (fail_at_step_ >= 0 && s.step == fail_at_step_ && (s.flags & wire::kTrain))
       throw_runtime("injected failure at step " + std::to_string(s.step) + " (DEVMAP_TEST_FAIL_AT_STEP)");
     if (hang_at_step_ >= 0 && s.step == hang_at_step_ && (s.flags & wire::kTrain))
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-    bool train = (s.flags & wire::kTrain) != 0;
-    bool update = train && (s.flags & wire::kNoUpdate) == 0;
-    StepInfo info{s.step, s.sample_offset, s.batch_total, train};
+    const bool train = (s.flags & wire::kTrain) != 0;
+    const bool update = train && (s.flags & wire::kNoUpdate) == 0;
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::vector<float>> before;
     // Statistics describe the step's update: taken on its last micro-batch.
-    bool stats = (s.flags & wire::kParamStats) != 0 && update;
+    const bool stats = (s.flags & wire::kParamStats) != 0 && update;
     if (stats)
       for (const Parameter& p : exec_->parameters()) exec_->read_parameter(p, before.emplace_back());
-    exec_->forward(s.batch, info);
     wire::StepDone done{};
     done.step = s.step;
-    if (loss_node_ >= 0 && exec_->is_local(loss_node_)) done.loss = exec_->scalar(loss_node_);
-    if (metric_node_ >= 0 && exec_->is_local(metric_node_)) done.metric = exec_->scalar(metric_node_);
-    if (train) {
-      exec_->backward(s.batch, info, (s.flags & wire::kAccumulate) != 0);
-      if (update) exec_->apply_optimizer(s.step + 1);
-    }
-    exec_->finish_step(info);
+    std::vector<wire::MicroResult> micro;
+    if (s.micro_batches == 0)
+      run_batch(s, done);
+    else
+      micro = run_round(s, done);
+    if (update) exec_->apply_optimizer(s.step + 1);
     done.compute_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     done.wait_seconds = exec_->take_wait_seconds();
+    if (stats) done.param_stats = static_cast<uint32_t>(exec_->parameters().size());
+    if (!train) done.micro_results = static_cast<uint32_t>(micro.size());
     std::string body(reinterpret_cast<const char*>(&done), sizeof done);
     if (stats) {
       auto& params = exec_->parameters();
-      done.param_stats = static_cast<uint32_t>(params.size());
-      body.assign(reinterpret_cast<const char*>(&done), sizeof done);
       std::vector<float> value, grad;
       for (size_t i = 0; i < params.size(); ++i) {
         const Parameter& p = params[i];
@@ -291,10 +286,83 @@ class Worker {
         body.append(reinterpret_cast<const char*>(&st), sizeof st);
       }
     }
+    if (!train) body.append(reinterpret_cast<const char*>(micro.data()), micro.size() * sizeof(wire::MicroResult));
     return wire::frame(wire::MsgType::kStepDone, std::string_view(body));
   }
 
  private:
+  // Binds the input ops (and the output ops computed here) of the current
+  // buffer set to input slot `slot` and output slot `out_slot`.
+  void bind_slots(uint32_t slot, uint32_t out_slot) {
+    auto* base = static_cast<char*>(segment_.data()) + slot * plan_.layout.slot_bytes;
+    for (size_t k = 0; k < plan_.layout.input_nodes.size(); ++k)
+      exec_->bind_output(plan_.layout.input_nodes[k], reinterpret_cast<float*>(base + plan_.layout.input_offsets[k]));
+    if (!output_segment_) return;
+    auto* out = static_cast<char*>(output_segment_->data()) + out_slot * plan_.output_layout.slot_bytes;
+    for (size_t k = 0; k < plan_.output_layout.input_nodes.size(); ++k) {
+      int node = plan_.output_layout.input_nodes[k];
+      if (exec_->is_local(node))
+        exec_->bind_output(node, reinterpret_cast<float*>(out + plan_.output_layout.input_offsets[k]));
+    }
+  }
+
+  // One (micro-)batch, as the coordinator drives lock-step runs.
+  void run_batch(const wire::Step& s, wire::StepDone& done) {
+    exec_->use_set(0);
+    bind_slots(s.slot, s.slot);
+    const bool train = (s.flags & wire::kTrain) != 0;
+    StepInfo info{s.step, s.sample_offset, s.batch_total, train};
+    exec_->forward(s.batch, info);
+    if (loss_node_ >= 0 && exec_->is_local(loss_node_)) done.loss = exec_->scalar(loss_node_);
+    if (metric_node_ >= 0 && exec_->is_local(metric_node_)) done.metric = exec_->scalar(metric_node_);
+    if (train) exec_->backward(s.batch, info, (s.flags & wire::kAccumulate) != 0);
+    exec_->finish_step(info);
+  }
+
+  // A round of micro-batches run as this device's share of the pipeline
+  // schedule: training, one step's micro-batches (losses summed in
+  // micro-batch order); otherwise consecutive batches, each reported.
+  std::vector<wire::MicroResult> run_round(const wire::Step& s, wire::StepDone& done) {
+    const int count = static_cast<int>(s.micro_batches);
+    const bool train = (s.flags & wire::kTrain) != 0;
+    std::vector<int64_t> sizes, offsets;
+    if (train) {
+      sizes = split_evenly(s.batch_total, count);
+    } else {
+      for (int64_t left = s.batch_total; left > 0; left -= s.batch) sizes.push_back(std::min(left, s.batch));
+    }
+    if (static_cast<int>(sizes.size()) != count)
+      throw_runtime("STEP: " + std::to_string(s.batch_total) + " samples do not make " + std::to_string(count) +
+                    " micro-batches");
+    for (int64_t k = 0, at = 0; k < count; at += sizes[static_cast<size_t>(k)], ++k) offsets.push_back(at);
+    std::vector<wire::MicroResult> results(static_cast<size_t>(count), wire::MicroResult{0, 0});
+    const std::vector<PipelineAction>& actions = pipeline_.schedule(count, train).actions.at(device_index_);
+    for (const PipelineAction& a : actions) {
+      const auto m = static_cast<size_t>(a.micro);
+      exec_->use_set(a.set);
+      StepInfo info{s.step, train ? offsets[m] : 0, train ? s.batch_total : sizes[m], train, a.micro};
+      if (!a.backward && a.segment == 0) {
+        const uint32_t slot = (s.slot + static_cast<uint32_t>(a.micro)) % plan_.layout.slots;
+        bind_slots(slot, output_segment_ ? (s.slot + static_cast<uint32_t>(a.micro)) % plan_.output_layout.slots : 0);
+      }
+      exec_->run_segment(a.backward, a.segment, sizes[m], info, a.micro > 0);
+      if (!a.backward) {
+        if (loss_node_ >= 0 && exec_->is_local(loss_node_) && exec_->segment_computes(a.segment, loss_node_))
+          results[m].loss = exec_->scalar(loss_node_);
+        if (metric_node_ >= 0 && exec_->is_local(metric_node_) && exec_->segment_computes(a.segment, metric_node_))
+          results[m].metric = exec_->scalar(metric_node_);
+      }
+      if (a.last_of_micro) exec_->finish_micro(info);
+    }
+    // The step's loss: the micro-batches' shares added in order, as the
+    // coordinator adds lock-step micro-batches.
+    for (const wire::MicroResult& r : results) {
+      done.loss += r.loss;
+      done.metric += r.metric;
+    }
+    return results;
+  }
+
   // "op.param" names a parameter's value, "op.param.optK" its optimizer state K.
   const Parameter* param_of(const std::string& name) const {
     std::string base = name;
@@ -315,6 +383,8 @@ class Worker {
   ShmSegment segment_;
   std::unique_ptr<ShmSegment> output_segment_;
   Partition partition_;
+  PipelinePlan pipeline_;
+  size_t device_index_ = 0;  // in partition_.devices
   std::unique_ptr<ShmChannel> channel_;
   std::unique_ptr<DeviceMemory> memory_;  // outlives the executor, whose buffers it holds
   std::unique_ptr<Executor> exec_;

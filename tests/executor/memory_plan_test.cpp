@@ -43,10 +43,10 @@ class StagedHostMemory : public HostMemory {
 
 // A channel for executors that only allocate: any use is a test bug.
 class UnusedChannel : public Channel {
-  float* acquire(int, int64_t, size_t) override { throw std::logic_error("unused"); }
-  void send(int, int64_t) override { throw std::logic_error("unused"); }
-  float* receive(int, int64_t) override { throw std::logic_error("unused"); }
-  void release(int64_t) override {}
+  float* acquire(int, int64_t, size_t, int) override { throw std::logic_error("unused"); }
+  void send(int, int64_t, int) override { throw std::logic_error("unused"); }
+  float* receive(int, int64_t, int) override { throw std::logic_error("unused"); }
+  void release(int64_t, int) override {}
 };
 
 Graph split_cnn() {

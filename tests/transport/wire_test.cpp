@@ -10,7 +10,7 @@ namespace devmap {
 namespace {
 
 TEST(Wire, FramesRoundTrip) {
-  wire::Step s{7, 64, 0, 64, 1, wire::kTrain};
+  wire::Step s{7, 64, 0, 64, 1, wire::kTrain, 4, 0};
   wire::Message m = wire::Message::parse(wire::frame(wire::MsgType::kStep, s));
   EXPECT_EQ(m.type, wire::MsgType::kStep);
   wire::Step t = m.as<wire::Step>();
