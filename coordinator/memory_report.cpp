@@ -11,6 +11,12 @@ void write_memory_plan_event(const JobMemory& memory, MetricsLog& metrics) {
     JsonObject dj;
     dj.add("device", d.device).add("planned_bytes", static_cast<int64_t>(d.total()));
     dj.add("limit_bytes", static_cast<int64_t>(d.limit));
+    // Micro-batches a pipeline schedule keeps in flight here (buffer sets).
+    int64_t in_flight = 1;
+    if (memory.rounds)
+      for (size_t k = 0; k < memory.plan.devices.size(); ++k)
+        if (memory.plan.devices[k].device == d.device) in_flight = memory.pipeline.sets.at(k);
+    dj.add("in_flight", in_flight);
     devices += (devices.size() > 1 ? "," : "") + dj.str();
   }
   j.add_raw("devices", devices + "]");

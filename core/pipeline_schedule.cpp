@@ -83,6 +83,7 @@ class Simulation {
     out.edge_slots.assign(ne, 0);
     out.busy.assign(static_cast<size_t>(nd), 0);
     std::vector<int> running(static_cast<size_t>(nd), -1), live(static_cast<size_t>(nd), 0);
+    std::vector<bool> last_forward(static_cast<size_t>(nd), true);
     std::vector<std::vector<bool>> set_used(static_cast<size_t>(nd));
     std::vector<std::map<int, int>> set_of(static_cast<size_t>(nd));  // micro -> set
     std::vector<int> held(ne, 0);
@@ -93,11 +94,12 @@ class Simulation {
     while (done < nodes_.size()) {
       for (int d = 0; d < nd; ++d) {
         if (running[static_cast<size_t>(d)] >= 0) continue;
-        const int a = pick(d, live[static_cast<size_t>(d)], held);
+        const int a = pick(d, live[static_cast<size_t>(d)], held, last_forward[static_cast<size_t>(d)]);
         if (a < 0) continue;
         SimAction& n = nodes_[static_cast<size_t>(a)];
         n.finish = now + n.cost;
         running[static_cast<size_t>(d)] = a;
+        last_forward[static_cast<size_t>(d)] = !n.backward;
         out.busy[static_cast<size_t>(d)] += n.cost;
         for (int e : n.sends) {
           out.edge_slots[static_cast<size_t>(e)] =
@@ -295,10 +297,12 @@ class Simulation {
   }
 
   // The device's next action, or -1.
-  int pick(int d, int live, const std::vector<int>& held) const {
+  // 1f1b alternates once it is full: after a forward, the oldest backward
+  // that is ready; after a backward, a forward if one may start.
+  int pick(int d, int live, const std::vector<int>& held, bool last_was_forward) const {
     int best = -1;
     auto better = [&](const SimAction& a, const SimAction& b) {
-      const bool backward_first = r_.kind == PipelineKind::k1f1b;
+      const bool backward_first = r_.kind == PipelineKind::k1f1b && last_was_forward;
       if (a.backward != b.backward && r_.kind != PipelineKind::kNone) return backward_first ? a.backward : b.backward;
       if (a.micro != b.micro) return a.micro < b.micro;
       if (a.backward != b.backward) return b.backward;

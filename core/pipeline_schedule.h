@@ -16,9 +16,10 @@
 // Schedules (`train.pipeline.schedule`):
 //   none  lock-step: micro-batch m+1 starts when m has finished everywhere;
 //   gpipe every device runs all its forwards, then all its backwards;
-//   1f1b  a device runs the backward of its oldest micro-batch as soon as it
-//         can, and admits a new micro-batch only while it holds fewer than
-//         p - i in flight (i: the index of its first stage among p).
+//   1f1b  a device admits a new micro-batch only while it holds fewer than
+//         p - i in flight (i: the index of its first stage among p), and
+//         after each forward runs the backward of its oldest micro-batch as
+//         soon as it can: once full, forwards and backwards alternate.
 // Every schedule runs each segment's micro-batches in order 0, 1, ..., so
 // parameter gradients add up in micro-batch order and a pipelined step
 // computes the same bits as the lock-step one.
