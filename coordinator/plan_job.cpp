@@ -23,6 +23,7 @@ int run_plan(const Config& config, const PlanOptions& options) {
                      : (config.predict.batch > 0 ? config.predict.batch : config.train.eval_batch_size);
   JobMemory memory = plan_job_memory(inputs, batch, training ? config.train.eval_batch_size : 0, config.path);
   attach_coordinator_memory(config, graph, training, outputs, memory);
+  attach_shared_memory(config, partition, memory);
   PlanReportInfo info{config.path, training ? "train" : "predict"};
   if (options.json)
     std::cout << memory_plan_json(info, memory, graph) << "\n";
