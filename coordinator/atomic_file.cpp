@@ -19,6 +19,7 @@ AtomicFile::AtomicFile(std::string path, std::string what)
   fs::path p(path_);
   std::error_code ec;
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  remove_stale(path_);
   out_.open(tmp_, std::ios::trunc | std::ios::binary);
   if (!out_)
     throw_invalid("cannot write " + what_ + " to '" + path_ + "': " + std::strerror(errno) + " (creating " + tmp_ +

@@ -11,7 +11,8 @@ namespace devmap {
 
 class AtomicFile {
  public:
-  // Creates the temporary file (and `path`'s folder). Throws devmap::Error
+  // Creates the temporary file (and `path`'s folder), removing those that
+  // processes now gone left for `path` (a kill -9 mid-write). Throws devmap::Error
   // (kInvalidInput) with the system's reason when it cannot. `what` names
   // the file in messages ("predictions").
   AtomicFile(std::string path, std::string what);

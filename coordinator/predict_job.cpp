@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -62,7 +63,6 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
     files.inputs.push_back({"input", po.input});
     files.outputs.push_back({"output", po.output});
     check_run_files(files);
-    AtomicFile::remove_stale(po.output);
   }
   if (std::vector<std::string> bad = nonfinite_tensors(po.weights); !bad.empty()) {
     std::string names;
@@ -117,6 +117,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
                               static_cast<int>(labels[k]));
       out.write(line, len);
     }
+    if (!out) throw_runtime("writing predictions to '" + csv.temporary_path() + "' failed: " + std::strerror(errno));
     done += n;
     metrics.begin();
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -76,7 +76,10 @@ void check_writable(const RunFile& out) {
   fs::path dir = fs::path(out.path).parent_path();
   std::error_code ec;
   if (dir.empty()) dir = ".";
-  while (!fs::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path()) dir = dir.parent_path();
+  while (!fs::exists(dir, ec) && dir != ".") {
+    const fs::path up = dir.parent_path();
+    dir = up.empty() || up == dir ? fs::path(".") : up;
+  }
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw_invalid("cannot write " + quoted(out) + ": '" + dir.string() + "' is a file, not a folder");
   const std::string probe = (dir / (".devmap-probe-" + std::to_string(::getpid()))).string();

@@ -66,18 +66,27 @@ std::vector<std::string> train_args(const std::string& dir, const std::string& m
   return a;
 }
 
-// Step -> loss as printed.
-std::map<int, std::string> losses(const std::string& metrics) {
-  std::map<int, std::string> out;
-  for (const std::string& line : lines_with(read_file(metrics), "step"))
-    out.emplace(std::stoi(json_field(line, "step")), json_field(line, "loss"));
+// What a metrics file holds from byte `from` on: the lines of the runs
+// since then (every run appends to one file, so that each writes the same
+// resolved config beside it and a temporary file a killed run left there
+// is removed by the next).
+std::string since(const std::string& metrics, size_t from) {
+  const std::string text = read_file(metrics);
+  return from < text.size() ? text.substr(from) : "";
+}
+
+// (step, loss as printed) of every step line in `text`, in order.
+std::vector<std::pair<int, std::string>> losses(const std::string& text) {
+  std::vector<std::pair<int, std::string>> out;
+  for (const std::string& line : lines_with(text, "step"))
+    out.emplace_back(std::stoi(json_field(line, "step")), json_field(line, "loss"));
   return out;
 }
 
-// device -> pid of the workers of the newest attempt.
-std::map<std::string, pid_t> worker_pids(const std::string& metrics) {
+// device -> pid of the workers of the newest attempt in `text`.
+std::map<std::string, pid_t> worker_pids(const std::string& text) {
   std::map<std::string, pid_t> out;
-  auto starts = lines_with(read_file(metrics), "start");
+  auto starts = lines_with(text, "start");
   if (starts.empty()) return out;
   std::regex re("\"device\":\"([^\"]+)\",\"pid\":([0-9]+)");
   const std::string& line = starts.back();
@@ -124,7 +133,8 @@ TEST(Chaos, TwentyRandomSignalsLoseNothing) {
   ProcessResult ref = run_process(train_args(ref_dir.path(), ref_dir.path() + "/ref.jsonl", false), ref_dir.path());
   const double ref_seconds = std::chrono::duration<double>(Clock::now() - ref_start).count();
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
-  const std::map<int, std::string> reference = losses(ref_dir.path() + "/ref.jsonl");
+  std::map<int, std::string> reference;
+  for (const auto& [step, loss] : losses(read_file(ref_dir.path() + "/ref.jsonl"))) reference[step] = loss;
   ASSERT_EQ(reference.size(), static_cast<size_t>(kSteps));
 
   const std::string weights = dir.path() + "/chaos.safetensors";
@@ -134,7 +144,9 @@ TEST(Chaos, TwentyRandomSignalsLoseNothing) {
   std::map<std::string, int> outcomes;
   while (delivered < kSignals) {
     ASSERT_LT(runs, 4 * kSignals) << "signals keep missing their runs";
-    const std::string metrics = dir.path() + "/run-" + std::to_string(runs++) + ".jsonl";
+    const std::string metrics = dir.path() + "/chaos.jsonl";
+    const size_t from = read_file(metrics).size();
+    ++runs;
     const bool resume = !store.list().empty();
     std::string tag = resume ? "resume" : "fresh";
     BackgroundProcess run(train_args(dir.path(), metrics, resume), dir.path());
@@ -148,7 +160,7 @@ TEST(Chaos, TwentyRandomSignalsLoseNothing) {
     pid_t victim = run.pid();
     std::string who = "coordinator";
     if (target > 0) {
-      auto pids = worker_pids(metrics);
+      auto pids = worker_pids(since(metrics, from));
       const std::string device = target == 1 ? "cpu:0" : "cpu:1";
       if (pids.count(device)) {
         victim = pids.at(device);
@@ -167,10 +179,10 @@ TEST(Chaos, TwentyRandomSignalsLoseNothing) {
     ++outcomes[outcome];
     std::cout << "run " << runs << " (" << tag << ", signal after " << delay << " s): " << outcome << std::endl;
     // Every step any run printed has the reference's loss.
-    for (const auto& [step, loss] : losses(metrics))
+    for (const auto& [step, loss] : losses(since(metrics, from)))
       EXPECT_EQ(loss, reference.at(step)) << "run " << runs << " step " << step << "\n" << run.err();
     // The workers clean up after a killed coordinator within a moment.
-    for (const auto& [device, pid] : worker_pids(metrics))
+    for (const auto& [device, pid] : worker_pids(since(metrics, from)))
       EXPECT_TRUE(wait_until([pid = pid] { return process_gone(pid); }, milliseconds(5000))) << device;
     EXPECT_TRUE(wait_until(
         [&] {
@@ -193,11 +205,14 @@ TEST(Chaos, TwentyRandomSignalsLoseNothing) {
     }
   }
   // The last series runs to its end: what the signals left resumes.
-  const std::string last = dir.path() + "/final.jsonl";
-  ProcessResult end = run_process(train_args(dir.path(), last, !store.list().empty()), dir.path());
+  const std::string metrics = dir.path() + "/chaos.jsonl";
+  const size_t from = read_file(metrics).size();
+  ProcessResult end = run_process(train_args(dir.path(), metrics, !store.list().empty()), dir.path());
   EXPECT_EQ(end.exit_code, 0) << end.err;
-  for (const auto& [step, loss] : losses(last)) EXPECT_EQ(loss, reference.at(step)) << "final run step " << step;
-  EXPECT_EQ(losses(last).rbegin()->first, kSteps);
+  const auto last = losses(since(metrics, from));
+  for (const auto& [step, loss] : last) EXPECT_EQ(loss, reference.at(step)) << "final run step " << step;
+  ASSERT_FALSE(last.empty());
+  EXPECT_EQ(last.back().first, kSteps);
   EXPECT_EQ(leftovers(coordinators, dir.path()), std::vector<std::string>{});
   std::cout << "chaos seed " << seed << ": " << delivered << " signals over " << runs << " runs (" << finished
             << " finished first), then a final run to step " << kSteps << "\n";

@@ -262,6 +262,28 @@ TEST_F(Safety, PredictionsReplaceTheOldFileOnlyWhenComplete) {
   expect_nothing_left(r);
 }
 
+// Point 2: a full disk fails the predictions with the system's reason and
+// leaves the old file as it was (a 64 KiB tmpfs in a namespace of its own).
+TEST_F(Safety, FullDiskLeavesTheOldPredictions) {
+  if (!can_unshare_mounts()) GTEST_SKIP() << "cannot make a mount namespace here (needs root or CAP_SYS_ADMIN)";
+  ASSERT_NO_FATAL_FAILURE(make_weights());
+  const std::string full = work_ + "/full";
+  fs::create_directories(full);
+  const std::string wrapper = "mount -t tmpfs -o size=64k tmpfs " + full +
+                              " || exit 99; printf \"ImageId,Label\\n1,7\\n\" > " + full +
+                              "/p.csv; \"$@\"; rc=$?; cat " + full + "/p.csv > " + logs_ + "/after.csv; ls -A " + full +
+                              " > " + logs_ + "/after.txt; exit $rc";
+  Result r = coordinator(predict(weights_, kTestImages, full + "/p.csv"), {},
+                         "exec unshare -m /bin/sh -c '" + wrapper + "' sh \"$@\"");
+  ASSERT_NE(r.exit_code, 99) << "could not mount a tmpfs: " << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("writing predictions to '" + full + "/p.csv.tmp-"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("failed: No space left on device"), std::string::npos) << r.err;
+  EXPECT_EQ(read_file(logs_ + "/after.csv"), "ImageId,Label\n1,7\n");
+  EXPECT_EQ(read_file(logs_ + "/after.txt"), "p.csv\n");
+  expect_nothing_left(r);
+}
+
 // Point 2: a state file whose weights never came is pruned.
 TEST_F(Safety, OrphanStateFilesArePruned) {
   const std::string orphan = work_ + "/model.step-1.state.safetensors";
