@@ -191,6 +191,7 @@ TEST_F(Safety, PredictionSlotsAreSizedByTheInput) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string plan = lines_with(read_file(work_ + "/predict.jsonl"), "memory_plan").at(0);
   EXPECT_EQ(json_field(plan, "reserve_batch"), "3") << plan;
+  EXPECT_NE(plan.find("\"shared_memory\":{\"total_bytes\":"), std::string::npos) << plan;
   expect_nothing_left(r);
 }
 
