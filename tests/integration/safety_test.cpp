@@ -398,6 +398,17 @@ TEST_F(Safety, WorkerHangingInStartUpIsStopped) {
       << r.err;
   EXPECT_LT(secs, 30) << "the deadline did not apply";
   expect_nothing_left(r);
+
+  // The real worker, stopped between its PLAN and its READY.
+  Result p =
+      coordinator(mlp_train(2, weights_, {"--set", "faults.startup_timeout=1"}), {"DEVMAP_TEST_HANG_BEFORE_READY=1"});
+  EXPECT_EQ(p.exit_code, 1) << p.err;
+  EXPECT_TRUE(
+      std::regex_search(p.err, std::regex("worker_cpu for cpu:0 \\(pid [0-9]+\\) failed: did not answer its plan "
+                                          "\\(PLAN\\) with READY within 1.0 s \\(faults.startup_timeout\\)")))
+      << p.err;
+  expect_nothing_left(p);
+  EXPECT_FALSE(fs::exists(weights_));
 }
 
 // Point 6: too few descriptors, and a core that is not there.
