@@ -263,9 +263,10 @@ TEST_F(Safety, PredictionsReplaceTheOldFileOnlyWhenComplete) {
   expect_nothing_left(r);
 }
 
-// Point 2: a full disk fails the predictions with the system's reason and
-// leaves the old file as it was (a 64 KiB tmpfs in a namespace of its own).
-TEST_F(Safety, FullDiskLeavesTheOldPredictions) {
+// Points 2 and 8: a full disk fails the predictions with the system's reason
+// and leaves the old file as it was; metrics that cannot be written stop the
+// run (small tmpfs mounts in namespaces of their own).
+TEST_F(Safety, FullDiskLeavesTheOldPredictionsAndStopsMetrics) {
   if (!can_unshare_mounts()) GTEST_SKIP() << "cannot make a mount namespace here (needs root or CAP_SYS_ADMIN)";
   ASSERT_NO_FATAL_FAILURE(make_weights());
   const std::string full = work_ + "/full";
@@ -283,6 +284,19 @@ TEST_F(Safety, FullDiskLeavesTheOldPredictions) {
   EXPECT_EQ(read_file(logs_ + "/after.csv"), "ImageId,Label\n1,7\n");
   EXPECT_EQ(read_file(logs_ + "/after.txt"), "p.csv\n");
   expect_nothing_left(r);
+
+  // Metrics that cannot be written stop the run with the system's reason.
+  const std::string metrics_wrapper = "mount -t tmpfs -o size=8k tmpfs " + full + " || exit 99; exec \"$@\"";
+  Result m =
+      coordinator(mlp_train(100, work_ + "/m.safetensors",
+                            {"--set", "data.train_limit=3200", "--log-every", "1", "--metrics", full + "/m.jsonl"}),
+                  {}, "exec unshare -m /bin/sh -c '" + metrics_wrapper + "' sh \"$@\"");
+  ASSERT_NE(m.exit_code, 99) << "could not mount a tmpfs: " << m.err;
+  EXPECT_EQ(m.exit_code, 1) << m.err;
+  EXPECT_NE(m.err.find("writing metrics file '" + full + "/m.jsonl' failed: No space left on device"),
+            std::string::npos)
+      << m.err;
+  expect_nothing_left(m);
 }
 
 // Point 2: a state file whose weights never came is pruned.
