@@ -399,6 +399,8 @@ TEST_F(Safety, SweepSparesRunsThatHoldTheirLock) {
 // Point 5: a worker that never says HELLO stops the run, naming the device
 // and the phase.
 TEST_F(Safety, WorkerHangingInStartUpIsStopped) {
+  ASSERT_NO_FATAL_FAILURE(make_weights());
+  const auto before = snapshot(work_);
   const std::string fake = dir_.path() + "/fake-workers";
   fs::create_directories(fake);
   std::ofstream(fake + "/worker_cpu") << "#!/bin/sh\nexec sleep 100\n";
@@ -412,6 +414,7 @@ TEST_F(Safety, WorkerHangingInStartUpIsStopped) {
       << r.err;
   EXPECT_LT(secs, 30) << "the deadline did not apply";
   expect_nothing_left(r);
+  expect_unchanged(before);
 
   // The real worker, stopped between its PLAN and its READY.
   Result p =
@@ -422,11 +425,13 @@ TEST_F(Safety, WorkerHangingInStartUpIsStopped) {
                                           "\\(PLAN\\) with READY within 1.0 s \\(faults.startup_timeout\\)")))
       << p.err;
   expect_nothing_left(p);
-  EXPECT_FALSE(fs::exists(weights_));
+  expect_unchanged(before);
 }
 
 // Point 6: too few descriptors, and a core that is not there.
 TEST_F(Safety, ProcessLimitsAreCheckedAtStartUp) {
+  ASSERT_NO_FATAL_FAILURE(make_weights());
+  const auto before = snapshot(work_);
   Result r = coordinator(mlp_train(2, weights_), {}, "ulimit -n 16 && exec \"$@\"");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("but this process may open only 16 (ulimit -n): raise the limit"), std::string::npos) << r.err;
@@ -438,7 +443,7 @@ TEST_F(Safety, ProcessLimitsAreCheckedAtStartUp) {
                                                   "core 1000, which this machine does not offer")))
       << a.err;
   expect_nothing_left(a);
-  EXPECT_FALSE(fs::exists(weights_));
+  expect_unchanged(before);
 }
 
 // Point 7: a loss that becomes NaN stops training and leaves the good
@@ -497,6 +502,7 @@ TEST_F(Safety, InputsAreRecognisedByContentAndMessagesSayWhy) {
   }
   std::ofstream(work_ + "/x.CSV") << rows;
   std::ofstream(work_ + "/pixels") << "\xEF\xBB\xBF" << rows;
+  const auto before = snapshot(work_);
   for (const std::string& in : {work_ + "/x.CSV", work_ + "/pixels"}) {
     Result r = coordinator(predict(weights_, in, work_ + "/p.csv"));
     EXPECT_EQ(r.exit_code, 0) << in << ": " << r.err;
@@ -518,6 +524,7 @@ TEST_F(Safety, InputsAreRecognisedByContentAndMessagesSayWhy) {
   EXPECT_TRUE(fs::is_empty(deep));
   fs::remove(deep);
   expect_nothing_left(t);
+  expect_unchanged(before);  // the inputs, the weights
   // predict on a model with no labels or loss op needs no --set job=predict.
   const std::string bare = work_ + "/bare.yaml";
   std::ofstream(bare) << "model:\n  ops:\n"
