@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "core/error.h"
 #include "core/safetensors.h"
@@ -152,6 +154,26 @@ void save_checkpoint(WorkerGroup& workers, const Graph& graph, const OptimizerCo
               {"optimizer", optimizer_kind_name(optimizer.kind)}});
   write_file(workers, params, weights_path,
              {{"format", "pt"}, {"producer", "devmap"}, {"step", std::to_string(state.step)}});
+}
+
+std::vector<std::string> nonfinite_tensors(const std::string& path) {
+  SafetensorsLayout layout = read_safetensors_layout(path);
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw_invalid("cannot read " + path + ": " + std::strerror(errno));
+  std::vector<std::string> bad;
+  std::vector<float> data;
+  for (const SafetensorsEntry& e : layout.entries) {
+    data.resize((e.end - e.begin) / sizeof(float));
+    f.seekg(static_cast<std::streamoff>(layout.data_start + e.begin));
+    f.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(float)));
+    if (!f) throw_invalid("cannot read tensor '" + e.name + "' of " + path);
+    for (float v : data)
+      if (!std::isfinite(v)) {
+        bad.push_back(e.name);
+        break;
+      }
+  }
+  return bad;
 }
 
 void load_weights(WorkerGroup& workers, const Graph& graph, const std::string& weights_path) {

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "coordinator/worker_group.h"
 #include "core/graph.h"
@@ -32,6 +33,10 @@ void save_checkpoint(WorkerGroup& workers, const Graph& graph, const OptimizerCo
 // Validates `weights_path` against the graph's parameters (every one
 // present with its shape, nothing extra) and has the workers read them.
 void load_weights(WorkerGroup& workers, const Graph& graph, const std::string& weights_path);
+
+// The names of the tensors in safetensors file `path` that hold a NaN or an
+// infinity (F32 data). Throws devmap::Error when the file cannot be read.
+std::vector<std::string> nonfinite_tensors(const std::string& path);
 
 // Loads the weights and the training state beside them (the optimizer
 // state into the workers) and returns the state's step, epoch and seed.

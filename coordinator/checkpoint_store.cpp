@@ -92,6 +92,12 @@ std::optional<CheckpointFiles> CheckpointStore::latest_valid(std::ostream& log) 
   return std::nullopt;
 }
 
+void CheckpointStore::discard(int64_t step) const {
+  std::error_code ec;
+  fs::remove(weights_for(step), ec);
+  fs::remove(state_path_for(weights_for(step)), ec);
+}
+
 void CheckpointStore::adopt_existing() {
   for (const CheckpointFiles& c : list())
     if (c.step >= 0) written_.insert(c.step);
@@ -132,6 +138,15 @@ void CheckpointStore::commit(int64_t step) {
     fs::remove(c.weights, ec);
     fs::remove(c.state, ec);
     written_.erase(c.step);
+  }
+  // State files whose weights never arrived (a failure between the two
+  // writes): every one but those of kept steps.
+  const std::string step_prefix = stem_ + kStepTag, state_ext = ".state" + kExt;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(step_prefix, 0) != 0 || !name.ends_with(state_ext)) continue;
+    auto s = parse_step(name.substr(step_prefix.size(), name.size() - step_prefix.size() - state_ext.size()));
+    if (s && !kept.count(*s) && !fs::exists(weights_for(*s), ec)) fs::remove(entry.path(), ec);
   }
   // Temporary files of writers that died mid-write.
   const std::string prefix = stem_ + ".";

@@ -36,6 +36,8 @@ class CheckpointStore {
   // After both files of `step` are in place: points the newest names at
   // them and deletes the checkpoints beyond the newest `keep` of this run.
   void commit(int64_t step);
+  // Deletes both files of `step`, which commit() has not pointed at.
+  void discard(int64_t step) const;
   // Counts the checkpoints already on disk as this run's (resuming).
   void adopt_existing();
 

@@ -98,6 +98,7 @@ TrainConfig read_train(const YamlSource& src, const YAML::Node& node) {
   train.checkpoint_every = map.get_int("checkpoint_every", train.checkpoint_every, 0);
   train.keep_checkpoints = map.get_int("keep_checkpoints", train.keep_checkpoints, 1, 1000);
   train.max_restarts = map.get_int("max_restarts", train.max_restarts, 0, 1000);
+  train.stop_on_nonfinite = map.get_bool("stop_on_nonfinite", train.stop_on_nonfinite);
   if (map.has("optimizer")) train.optimizer = read_optimizer(src, map.value("optimizer"));
   if (map.has("pipeline")) {
     MapReader pipe(src, map.value("pipeline"), section("train.pipeline"), config_keys::kPipeline);
@@ -115,6 +116,7 @@ FaultConfig read_faults(const YamlSource& src, const YAML::Node& node) {
   f.step_timeout = map.get_number("step_timeout", f.step_timeout, seconds);
   f.heartbeat_timeout = map.get_number("heartbeat_timeout", f.heartbeat_timeout, seconds);
   f.grace_period = map.get_number("grace_period", f.grace_period, seconds);
+  f.startup_timeout = map.get_number("startup_timeout", f.startup_timeout, seconds);
   return f;
 }
 
@@ -167,6 +169,8 @@ Config load_tree(YAML::Node root, const std::string& name, const std::vector<std
   if (top.has("coordinator")) {
     MapReader coordinator(src, top.value("coordinator"), section("coordinator"), config_keys::kCoordinator);
     if (coordinator.has("memory_limit")) config.coordinator_memory_limit = read_memory_limit(coordinator);
+    if (coordinator.has("shared_memory_limit"))
+      config.shared_memory_limit = read_memory_limit(coordinator, "shared_memory_limit");
   }
   ModelGraph model = build_model_graph(top.value("model"), src, config.job, config.devices);
   check_place_matches(device_map.place, model.graph, model.groups, src);

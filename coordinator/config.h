@@ -70,6 +70,10 @@ struct TrainConfig {
   // rounds take as many batches at a time.
   PipelineKind pipeline = PipelineKind::k1f1b;
   int64_t micro_batches = 1;
+  // A loss that is NaN or infinite stops training (true), or is reported
+  // once while training goes on (false). Either way, a checkpoint whose
+  // weights are not all finite is never written.
+  bool stop_on_nonfinite = true;
 };
 
 // How the coordinator tells failed workers from slow ones, and how long a
@@ -85,6 +89,10 @@ struct FaultConfig {
   // After SIGINT or SIGTERM: the time allowed to finish the step, write the
   // checkpoint and stop the workers before the run aborts.
   double grace_period = 30;
+  // Each phase of a worker's start-up (spawned to HELLO, PLAN to READY)
+  // must end within this long, or the run stops naming the device and
+  // the phase.
+  double startup_timeout = 60;
   static constexpr double kPlannedStepFactor = 10;
 };
 
@@ -106,6 +114,7 @@ struct Config {
   PredictConfig predict;
   FaultConfig faults;
   int64_t coordinator_memory_limit = 0;  // coordinator.memory_limit in bytes; 0 = no limit
+  int64_t shared_memory_limit = 0;       // coordinator.shared_memory_limit in bytes; 0 = no limit
   std::vector<DeviceSpec> devices;       // declared devices, in file order
   std::string default_device;            // device_map.default, resolved (never empty)
   bool allow_soft_placement = false;     // ops on an unusable GPU move to a CPU device instead of failing

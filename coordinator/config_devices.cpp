@@ -10,14 +10,14 @@
 
 namespace devmap {
 
-int64_t read_memory_limit(const MapReader& map) {
-  const YAML::Node& limit = map.value("memory_limit");
+int64_t read_memory_limit(const MapReader& map, const std::string& key) {
+  const YAML::Node& limit = map.value(key);
   if (auto negative = scalar_int(limit); negative && *negative < 0)
-    map.fail_value("memory_limit", "must be >= 0, got " + std::to_string(*negative));
+    map.fail_value(key, "must be >= 0, got " + std::to_string(*negative));
   auto bytes = limit.IsScalar() ? parse_byte_size(limit.Scalar()) : std::nullopt;
   if (!bytes)
-    map.fail_value("memory_limit", "must be a number of bytes or a size such as 64MiB or 1.5GiB, got " +
-                                       describe_node(limit) + " (units: " + kByteSizeUnits + ")");
+    map.fail_value(key, "must be a number of bytes or a size such as 64MiB or 1.5GiB, got " + describe_node(limit) +
+                            " (units: " + kByteSizeUnits + ")");
   return *bytes;
 }
 

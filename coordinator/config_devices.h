@@ -21,9 +21,9 @@ constexpr int kMaxCpuCores = 1024;
 // point when `node` is not such a mapping.
 std::vector<DeviceSpec> read_devices(const YamlSource& src, const YAML::Node& node, const YAML::Node& anchor);
 
-// The `memory_limit` of `map` (a device's, or the coordinator's): a size
-// such as 64MiB, >= 0.
-int64_t read_memory_limit(const MapReader& map);
+// The `key` of `map` (a device's or the coordinator's memory_limit, the
+// coordinator's shared_memory_limit): a size such as 64MiB, >= 0.
+int64_t read_memory_limit(const MapReader& map, const std::string& key = "memory_limit");
 
 // "cpu:0, gpu:0": the declared devices, for messages.
 std::string declared_devices(const std::vector<DeviceSpec>& devices);

@@ -10,15 +10,16 @@ namespace devmap::config_keys {
 inline const std::vector<std::string> kTop = {"job",     "model",      "data",       "train",
                                               "predict", "devices",    "device_map", "allow_soft_placement",
                                               "faults",  "coordinator"};
-inline const std::vector<std::string> kCoordinator = {"memory_limit"};
-inline const std::vector<std::string> kFaults = {"step_timeout", "heartbeat_timeout", "grace_period"};
+inline const std::vector<std::string> kCoordinator = {"memory_limit", "shared_memory_limit"};
+inline const std::vector<std::string> kFaults = {"step_timeout", "heartbeat_timeout", "grace_period",
+                                                 "startup_timeout"};
 inline const std::vector<std::string> kPredict = {"weights", "input", "output", "batch"};
 inline const std::vector<std::string> kModel = {"ops"};
 inline const std::vector<std::string> kData = {"train_images", "train_labels", "test_images",
                                                "test_labels",  "train_limit",  "test_limit"};
 inline const std::vector<std::string> kTrain = {
-    "epochs",    "batch_size", "eval_batch_size",  "max_steps",        "seed",         "shuffle",
-    "optimizer", "checkpoint", "checkpoint_every", "keep_checkpoints", "max_restarts", "pipeline"};
+    "epochs",     "batch_size",       "eval_batch_size",  "max_steps",    "seed",     "shuffle",          "optimizer",
+    "checkpoint", "checkpoint_every", "keep_checkpoints", "max_restarts", "pipeline", "stop_on_nonfinite"};
 inline const std::vector<std::string> kPipeline = {"schedule", "micro_batches"};
 // Every optimizer key; each type accepts a subset (optimizer_keys).
 inline const std::vector<std::string> kOptimizer = {"type",  "learning_rate", "momentum", "weight_decay",

@@ -9,8 +9,17 @@
 namespace devmap {
 namespace {
 
+// By content, whatever the name: IDX files start with two zero bytes, gzip
+// files with 1f 8b; anything else is read as CSV text.
 bool is_csv(const std::string& path) {
-  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_invalid("cannot open input '" + path + "': " + std::strerror(errno));
+  unsigned char head[2] = {0, 0};
+  in.read(reinterpret_cast<char*>(head), 2);
+  if (in.gcount() < 2) return true;
+  const bool idx = head[0] == 0 && head[1] == 0;
+  const bool gzip = head[0] == 0x1f && head[1] == 0x8b;
+  return !idx && !gzip;
 }
 
 // Reads CSV line `line_no` (`line` without its end) into `out` (null: only
@@ -18,6 +27,7 @@ bool is_csv(const std::string& path) {
 bool parse_csv_row(const std::string& path, int64_t line_no, std::string& line, int64_t width, const Shape& expected,
                    float* out) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
   if (line.empty()) return false;
   if (line_no == 1 && !std::isdigit(static_cast<unsigned char>(line[0]))) return false;  // a header
   int64_t col = 0;

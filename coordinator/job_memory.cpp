@@ -37,6 +37,15 @@ void attach_coordinator_memory(const Config& config, const Graph& graph, bool tr
   check_coordinator_memory(m, config.path);
 }
 
+void attach_shared_memory(const Config& config, const Partition& partition, JobMemory& memory) {
+  SharedMemoryPlan& s = memory.shared;
+  s.input_slots = memory.coordinator.input_slots;
+  s.output_slots = memory.coordinator.output_slots;
+  s.edge_rings =
+      edge_ring_bytes(partition, memory.reserve, memory.rounds ? memory.pipeline.edge_slots : std::vector<int>{});
+  s.limit = static_cast<uint64_t>(config.shared_memory_limit);
+}
+
 PlanInputs plan_inputs(const Config& config, const Graph& graph, const Program& program, const Partition& partition,
                        const std::vector<int>& external) {
   PlanInputs in;

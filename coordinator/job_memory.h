@@ -7,6 +7,7 @@
 
 #include "coordinator/config.h"
 #include "coordinator/coordinator_memory.h"
+#include "coordinator/shared_memory.h"
 #include "core/memory_plan.h"
 
 namespace devmap {
@@ -28,6 +29,7 @@ struct JobMemory {
   bool rounds = false;
   PipelinePlan pipeline;
   uint32_t input_slots() const { return rounds ? 2 * static_cast<uint32_t>(pipeline.micro_batches) : 2; }
+  SharedMemoryPlan shared;  // the run's segments in /dev/shm (attach_shared_memory)
 };
 
 // A pipelined job's memory: a step of `batch` samples as at least
@@ -56,5 +58,11 @@ JobMemory plan_job_memory(const PlanInputs& inputs, int64_t batch, int64_t eval_
 // job's data set sizes come from the IDX headers and data.*_limit.
 void attach_coordinator_memory(const Config& config, const Graph& graph, bool training, const std::vector<int>& outputs,
                                JobMemory& memory);
+
+// Plans the run's shared memory (input and output slots as
+// attach_coordinator_memory planned them, every edge's slot ring) into
+// memory.shared, with coordinator.shared_memory_limit. Checks nothing:
+// check_shared_memory does, before a run creates its segments.
+void attach_shared_memory(const Config& config, const Partition& partition, JobMemory& memory);
 
 }  // namespace devmap

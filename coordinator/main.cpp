@@ -6,6 +6,7 @@
 #include "coordinator/gpu_placement.h"
 #include "coordinator/plan_job.h"
 #include "coordinator/predict_job.h"
+#include "coordinator/process_limits.h"
 #include "coordinator/signals.h"
 #include "coordinator/train_job.h"
 
@@ -26,10 +27,14 @@ int main(int argc, char** argv) {
       std::cout << "devmap " << DEVMAP_VERSION << "\n";
       return 0;
     }
+    // `predict` checks the model as a prediction job: it needs no labels or
+    // loss op, whatever the file's job says (a --set job=... still wins).
+    if (cl.subcommand == "predict") cl.overrides.insert(cl.overrides.begin(), "job=predict");
     Config config = load_config(cl.config_path, cl.overrides);
     set_grace_period(std::chrono::milliseconds(static_cast<int64_t>(config.faults.grace_period * 1000)));
     if (cl.subcommand == "plan") return run_plan(config, PlanOptions{cl.json, cl.predict.batch});
     resolve_gpu_placement(config, cl.run, std::cerr);
+    check_process_limits(config);
     std::string job = cl.subcommand.empty() ? config.job : cl.subcommand;
     if (job == "predict") return run_predict(config, cl.run, cl.predict);
     return run_train(config, cl.run);

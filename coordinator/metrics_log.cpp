@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "coordinator/atomic_file.h"
 #include "core/error.h"
 
 namespace devmap {
@@ -21,12 +22,11 @@ void MetricsLog::begin() {
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
   out_.open(path_, std::ios::app);
   if (!out_) throw_invalid("cannot open metrics file '" + path_ + "' for appending: " + std::strerror(errno));
-  std::ofstream cfg(config_copy_, std::ios::trunc);
-  cfg << resolved_yaml_;
-  if (!cfg) throw_invalid("cannot write resolved config to '" + config_copy_ + "': " + std::strerror(errno));
+  write_file_atomically(config_copy_, resolved_yaml_, "the resolved config");
   for (const std::string& line : held_) out_ << line << "\n";
   held_.clear();
   out_.flush();
+  if (!out_) throw_runtime("writing metrics file '" + path_ + "' failed: " + std::strerror(errno));
 }
 
 void MetricsLog::write(const JsonObject& line) {
@@ -36,6 +36,7 @@ void MetricsLog::write(const JsonObject& line) {
   }
   out_ << line.str() << "\n";
   out_.flush();
+  if (!out_) throw_runtime("writing metrics file '" + path_ + "' failed: " + std::strerror(errno));
 }
 
 }  // namespace devmap

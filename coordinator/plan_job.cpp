@@ -29,6 +29,7 @@ int run_plan(const Config& config, const PlanOptions& options) {
                                   config.path)
           : plan_job_memory(inputs, batch, eval_batch, config.path);
   attach_coordinator_memory(config, graph, training, outputs, memory);
+  attach_shared_memory(config, partition, memory);
   PlanReportInfo info{config.path, training ? "train" : "predict", &partition};
   if (options.json)
     std::cout << memory_plan_json(info, memory, graph) << "\n";

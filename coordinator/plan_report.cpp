@@ -85,6 +85,14 @@ void print_memory_plan(const PlanReportInfo& info, const JobMemory& m, const Gra
   const CoordinatorMemory& coord = m.coordinator;
   os << "\ncoordinator: " << format_bytes(coord.total()) << " planned (" << coord.parts() << "), memory_limit "
      << (coord.limit ? format_bytes(coord.limit) : std::string("none")) << "\n";
+  const SharedMemoryPlan& shm = m.shared;
+  const int64_t shm_free = shared_memory_free();
+  os << "shared memory: " << format_bytes(shm.total()) << " planned (" << shm.parts() << "), shared_memory_limit "
+     << (shm.limit ? format_bytes(shm.limit) : std::string("none"));
+  if (shm_free >= 0)
+    os << ", " << kSharedMemoryDir << " has " << format_bytes(static_cast<uint64_t>(shm_free)) << " free"
+       << (shm.total() > static_cast<uint64_t>(shm_free) ? "  DOES NOT FIT" : "");
+  os << "\n";
   os << "\ncut edges (per " << (m.split.count > 1 ? "micro-batch" : "batch") << " of " << m.reserve << "):\n";
   if (m.plan.edges.empty()) os << "  none: every op runs on one device\n";
   for (const EdgeMemory& e : m.plan.edges) {
@@ -128,6 +136,7 @@ std::string memory_plan_json(const PlanReportInfo& info, const JobMemory& m, con
   }
   j.add_raw("devices", devices + "]");
   j.add_raw("coordinator", coordinator_memory_json(m.coordinator));
+  j.add_raw("shared_memory", shared_memory_json(m.shared));
   std::string edges = "[";
   for (const EdgeMemory& e : m.plan.edges) {
     JsonObject ej;

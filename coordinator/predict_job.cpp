@@ -2,10 +2,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 
+#include "coordinator/atomic_file.h"
 #include "coordinator/batch_feeder.h"
 #include "coordinator/checkpoint.h"
 #include "coordinator/image_input.h"
@@ -62,6 +65,24 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
         "predict needs weights, input and output: --weights FILE --input FILE --output FILE, or "
         "predict.weights, predict.input and predict.output in " +
         config.path + " (see --help)");
+  std::error_code ec;
+  if (std::filesystem::is_directory(po.weights, ec))
+    throw_invalid("--weights '" + po.weights + "' is a folder: give the .safetensors file a train run wrote");
+  const RunOutputs outputs = resolve_run_outputs(config, options, /*training=*/false);
+  {
+    // Nothing is read or written before every output is known to be safe.
+    RunFiles files = run_files(config, outputs);
+    files.inputs.push_back({"weights", po.weights});
+    files.inputs.push_back({"input", po.input});
+    files.outputs.push_back({"output", po.output});
+    check_run_files(files);
+  }
+  if (std::vector<std::string> bad = nonfinite_tensors(po.weights); !bad.empty()) {
+    std::string names;
+    for (size_t i = 0; i < bad.size(); ++i) names += (i ? ", " : "") + bad[i];
+    std::cerr << "devmap: warning: " << po.weights << " holds NaN or infinite values in " << names
+              << ": predictions from these weights are not meaningful\n";
+  }
   Graph graph = config.graph;
   const int pred = prediction_node(graph, config.path);
   std::vector<int> wanted = {pred};
@@ -81,10 +102,10 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   // streamed as smaller ones, each written out as it arrives.
   const int64_t batch = session.memory().split.micro;
   for (const std::string& d : session.memory().decisions) std::cerr << "devmap: memory: " << d << "\n";
-  std::ofstream out(po.output, std::ios::trunc);
-  if (!out) throw_invalid("cannot write predictions to '" + po.output + "'");
+  // The predictions replace po.output only when all are written.
+  AtomicFile csv(po.output, "predictions");
+  std::ostream& out = csv.stream();
   if (options.log_placement) log_placement(config, session.partition(), batch, std::cerr);
-  const RunOutputs outputs = resolve_run_outputs(config, options, /*training=*/false);
   MetricsLog metrics(outputs.metrics, outputs.config_copy, config.resolved_yaml);
   session.start();
   load_weights(session.workers(), session.graph(), po.weights);
@@ -111,12 +132,11 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
     const float* labels = reinterpret_cast<const float*>(base + out_layout.input_offsets[0]);
     const float* scores = classes ? reinterpret_cast<const float*>(base + out_layout.input_offsets[1]) : nullptr;
     writer.write_rows(n, labels, scores);
+    if (!out) throw_runtime("writing predictions to '" + csv.temporary_path() + "' failed: " + std::strerror(errno));
     metrics.begin();
     bar.update(writer.rows(), images_per_second(writer.rows(), t0));
   });
   const int64_t done = writer.rows();
-  out.flush();
-  if (!out) throw_runtime("writing " + po.output + " failed");
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   bar.finish(images_per_second(done, t0));
   session.workers().shutdown();
@@ -127,9 +147,10 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
     j.add("event", "interrupted").add("job", "predict").add("signal", signal_name(sig)).add("images", done);
     metrics.write(j);
     std::cerr << "devmap: interrupted by " << signal_name(sig) << " after " << done << " of " << input.count()
-              << " images; " << po.output << " holds their predictions only\n";
+              << " images; " << po.output << " was not written (a file already there is unchanged)\n";
     return 128 + sig;
   }
+  csv.commit();
   write_device_events(session.workers(), session.memory(), metrics);
   JsonObject j;
   j.add("event", "done").add("job", "predict").add("images", done).add("seconds", secs);

@@ -12,10 +12,10 @@
 namespace devmap {
 
 struct PredictOptions {
-  std::string weights;  // safetensors from a train run
-  std::string input;    // IDX images or CSV pixel rows
-  std::string output;   // CSV to write
-  int64_t batch = 0;    // images per step; 0: train.eval_batch_size
+  std::string weights;         // safetensors from a train run
+  std::string input;           // IDX images or CSV pixel rows
+  std::string output;          // CSV to write
+  int64_t batch = 0;           // images per step; 0: train.eval_batch_size
   bool probabilities = false;  // add p0..pK-1, the softmax of the logits, to each row
 };
 

@@ -1,9 +1,16 @@
 #include "coordinator/run_outputs.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <optional>
+
+#include "core/error.h"
 
 namespace devmap {
 
@@ -32,6 +39,86 @@ RunOutputs resolve_run_outputs(const Config& config, const RunOptions& options, 
   const fs::path m(o.metrics);
   o.config_copy = (m.parent_path() / (m.stem().string() + ".config.yaml")).string();
   return o;
+}
+
+namespace {
+
+struct FileId {
+  dev_t dev;
+  ino_t ino;
+  bool operator==(const FileId& o) const { return dev == o.dev && ino == o.ino; }
+};
+
+std::optional<FileId> file_id(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino};
+}
+
+std::string lexical(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  return p.lexically_normal().string();
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  auto ia = file_id(a), ib = file_id(b);
+  if (ia && ib) return *ia == *ib;
+  return lexical(a) == lexical(b);
+}
+
+std::string quoted(const RunFile& f) {
+  return f.role + " '" + f.path + "'";
+}
+
+// Creates and removes a file in the nearest existing folder of `path`.
+void check_writable(const RunFile& out) {
+  fs::path dir = fs::path(out.path).parent_path();
+  std::error_code ec;
+  if (dir.empty()) dir = ".";
+  while (!fs::exists(dir, ec) && dir != ".") {
+    const fs::path up = dir.parent_path();
+    dir = up.empty() || up == dir ? fs::path(".") : up;
+  }
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw_invalid("cannot write " + quoted(out) + ": '" + dir.string() + "' is a file, not a folder");
+  const std::string probe = (dir / (".devmap-probe-" + std::to_string(::getpid()))).string();
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw_invalid("cannot write " + quoted(out) + ": cannot create a file in folder '" + dir.string() +
+                  "': " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+}  // namespace
+
+void check_run_files(const RunFiles& files) {
+  std::error_code ec;
+  for (size_t i = 0; i < files.outputs.size(); ++i) {
+    const RunFile& out = files.outputs[i];
+    if (fs::is_directory(out.path, ec))
+      throw_invalid("cannot write " + quoted(out) + ": it is a folder; name a file (inside it, for example)");
+    for (const RunFile& in : files.inputs)
+      if (same_file(out.path, in.path))
+        throw_invalid(quoted(out) + " is the same file as " + quoted(in) +
+                      ": the run would overwrite what it reads; name another file");
+    for (size_t j = 0; j < i; ++j) {
+      const RunFile& other = files.outputs[j];
+      if (other.role != out.role && same_file(out.path, other.path))
+        throw_invalid(quoted(out) + " is the same file as " + quoted(other) +
+                      ": one would overwrite the other; name another file");
+    }
+    check_writable(out);
+  }
+}
+
+RunFiles run_files(const Config& config, const RunOutputs& outputs) {
+  RunFiles f;
+  f.inputs.push_back({"config", config.path});
+  f.outputs.push_back({"metrics file", outputs.metrics});
+  f.outputs.push_back({"resolved config", outputs.config_copy});
+  return f;
 }
 
 void print_run_outputs(const RunOutputs& outputs, std::ostream& log) {

@@ -12,6 +12,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "coordinator/config.h"
 #include "coordinator/run_options.h"
@@ -25,6 +26,30 @@ struct RunOutputs {
 };
 
 RunOutputs resolve_run_outputs(const Config& config, const RunOptions& options, bool training);
+
+// A file a run reads or writes, and what it is, for messages.
+struct RunFile {
+  std::string role;  // "weights", "--output", "metrics file", "train.checkpoint", ...
+  std::string path;
+};
+
+// The files of a run, checked together before any work starts.
+struct RunFiles {
+  std::vector<RunFile> inputs;   // config, data, weights, --input
+  std::vector<RunFile> outputs;  // every file the run writes (files of one role may be one file)
+};
+
+// Checks every output before a run starts: it is not a folder, it is not
+// the same file (device and inode, hard links included, or the same path)
+// as any input or an output of another role, and a file can be created in
+// its folder (the nearest existing one: runs create missing folders).
+// Throws devmap::Error (kInvalidInput) naming both files and their roles,
+// or the folder and the system's reason.
+void check_run_files(const RunFiles& files);
+
+// The files a run reads and writes besides its checkpoints: the config
+// file, and the metrics file and resolved config of `outputs`.
+RunFiles run_files(const Config& config, const RunOutputs& outputs);
 
 // "devmap: outputs: checkpoint ..., metrics ..., resolved config ..." on `log`.
 void print_run_outputs(const RunOutputs& outputs, std::ostream& log);

@@ -1,6 +1,9 @@
-// RunResources: the names a run owns outside its own memory: a run id, a
-// private directory for ZeroMQ ipc socket files (mode 0700, created
-// exclusively) and the shared-memory segments created under that id. The
+// RunResources: the names a run owns outside its own memory: a run id, its
+// lock file (/dev/shm/devmap-<run id>-lock, locked with flock for the
+// run's life: what tells other runs' sweeps this run is alive, see
+// stale_runs.h), a private directory for ZeroMQ ipc socket files (mode
+// 0700, created exclusively) and the shared-memory segments created under
+// that id. The
 // destructor removes all of them, so every exit path that unwinds cleans
 // up; signal handlers only set a flag and let the run loop unwind.
 #pragma once
@@ -34,6 +37,7 @@ class RunResources {
 
  private:
   std::string run_id_;
+  int lock_fd_ = -1;
   std::string dir_;
 };
 

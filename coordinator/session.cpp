@@ -111,6 +111,8 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
                       PipelineRequest{config.train.pipeline, static_cast<int>(config.train.micro_batches)}, config.path)
                 : plan_job_memory(plan_inputs_, batch, eval_batch, config.path);
         attach_coordinator_memory(config, graph_, training, outputs, m);
+        attach_shared_memory(config, partition_, m);
+        check_shared_memory(m.shared, config.path);
         return m;
       }()),
       layout_(InputLayout::for_graph(graph_, memory_.reserve, memory_.input_slots())),
@@ -156,6 +158,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
     l.plan.run_dir = run_.directory();
     launches.push_back(std::move(l));
   }
+  startup_timeout_ = std::chrono::milliseconds(static_cast<int64_t>(config.faults.startup_timeout * 1000));
   FaultPolicy policy;
   policy.step_timeout = std::chrono::milliseconds(static_cast<int64_t>(config.faults.step_timeout * 1000));
   policy.heartbeat_timeout = std::chrono::milliseconds(static_cast<int64_t>(config.faults.heartbeat_timeout * 1000));
@@ -167,7 +170,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
 }
 
 void Session::start() {
-  group_->start(std::chrono::seconds(60));
+  group_->start(startup_timeout_);
 }
 
 }  // namespace devmap

@@ -58,6 +58,7 @@ class Session {
   std::unique_ptr<ShmSegment> output_;
   std::vector<ShmSegment> edge_segments_;
   std::unique_ptr<WorkerGroup> group_;
+  std::chrono::milliseconds startup_timeout_{60000};  // faults.startup_timeout
 };
 
 // The worker program for a device kind: beside the coordinator, in

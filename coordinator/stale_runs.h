@@ -1,7 +1,12 @@
 // Cleans what crashed runs left behind: shared-memory segments
 // (/dev/shm/devmap-<pid>-<id>-*) and run directories ($TMPDIR/devmap-<pid>-<id>)
-// whose owner pid no longer exists. A run whose owner still lives is never
-// touched, so concurrent runs are safe.
+// of runs that are over. A run holds an advisory lock (flock) on its lock
+// file /dev/shm/devmap-<pid>-<id>-lock for its whole life (RunResources), so
+// liveness does not depend on pids: a run in another PID namespace that
+// shares /dev/shm (a container) is alive while it holds its lock. A run is
+// over when its lock file is held by no one and its pid is not a live
+// process here, or, for names without a lock file (an older devmap), when
+// its pid is gone. A live run is never touched, so concurrent runs are safe.
 #pragma once
 
 #include <string>
@@ -16,7 +21,17 @@ int run_owner_pid(const std::string& name);
 // Whether no process `pid` exists (a positive pid only).
 bool pid_gone(int pid);
 
-// Removes the leftovers of dead owners; returns what was removed.
+// "devmap-1234-0123456789abcdef-input" -> "1234-0123456789abcdef"; "" when
+// the name is not a run's.
+std::string run_id_of(const std::string& name);
+
+// The lock file a run holds: "<shm_dir>/devmap-<run id>-lock".
+std::string run_lock_path(const std::string& run_id, const std::string& shm_dir = "/dev/shm");
+
+// Whether run `run_id` is over (see above).
+bool run_over(const std::string& run_id, const std::string& shm_dir = "/dev/shm");
+
+// Removes the leftovers of runs that are over; returns what was removed.
 std::vector<std::string> remove_stale_runs(const std::string& shm_dir = "/dev/shm", const std::string& tmp_dir = "");
 
 }  // namespace devmap

@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <boost/version.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
 #include "coordinator/batch_feeder.h"
 #include "coordinator/checkpoint.h"
+#include "coordinator/checkpoint_lock.h"
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/dataset.h"
 #include "coordinator/memory_report.h"
@@ -99,7 +101,8 @@ class Trainer {
         graph_(config.graph),
         tc_(config.train),
         outputs_(resolve_run_outputs(config, options, /*training=*/true)),
-        store_(outputs_.checkpoint, config.train.keep_checkpoints) {
+        store_(outputs_.checkpoint, config.train.keep_checkpoints),
+        lock_((check_files(), outputs_.checkpoint)) {
     image_node_ = graph_.find_role(OpRole::kImageInput);
     label_node_ = graph_.find_role(OpRole::kLabelInput);
     if (image_node_ < 0 || label_node_ < 0)
@@ -157,6 +160,45 @@ class Trainer {
   }
 
  private:
+  // Every output is checked before anything is read or locked.
+  void check_files() const {
+    RunFiles files = run_files(config_, outputs_);
+    for (const std::string* data :
+         {&config_.data.train_images, &config_.data.train_labels, &config_.data.test_images, &config_.data.test_labels})
+      files.inputs.push_back({"data file", *data});
+    files.outputs.push_back({"train.checkpoint", outputs_.checkpoint});
+    files.outputs.push_back({"train.checkpoint", state_path_for(outputs_.checkpoint)});
+    for (const CheckpointFiles& c : store_.list()) {
+      files.outputs.push_back({"train.checkpoint", c.weights});
+      files.outputs.push_back({"train.checkpoint", c.state});
+    }
+    check_run_files(files);
+  }
+
+  // A loss that is NaN or infinite: stop (train.stop_on_nonfinite), or
+  // say so once and go on.
+  void check_loss(float loss, int64_t epoch) {
+    if (std::isfinite(loss)) return;
+    const std::string value = std::isnan(loss) ? "nan" : "infinite";
+    JsonObject j;
+    j.add("event", "nonfinite_loss").add("step", step_).add("epoch", epoch).add("loss", value);
+    metrics_->write(j);
+    if (!tc_.stop_on_nonfinite) {
+      if (!nonfinite_reported_)
+        std::cerr << "\ndevmap: warning: the loss is " << value << " at step " << step_
+                  << "; training goes on (train.stop_on_nonfinite is false), checkpoints with non-finite weights "
+                     "are not written\n";
+      nonfinite_reported_ = true;
+      return;
+    }
+    std::string newest =
+        newest_step_ >= 0 ? "the newest checkpoint is " + store_.path() + " (step " + std::to_string(newest_step_) + ")"
+                          : "no checkpoint was written";
+    throw_runtime("the loss is " + value + " at step " + std::to_string(step_) + " (epoch " + std::to_string(epoch) +
+                  "): training stopped; " + newest +
+                  "; lower train.optimizer.learning_rate, or set train.stop_on_nonfinite: false to go on");
+  }
+
   // Why the checkpoint is where it is, for messages.
   std::string checkpoint_origin() const {
     if (!config_.train.checkpoint.empty()) return "train.checkpoint";
@@ -223,6 +265,7 @@ class Trainer {
             last_loss = r.loss;
             ++step_;
             metrics_->begin();
+            check_loss(r.loss, epoch);
             double elapsed = std::chrono::duration<double>(now - epoch_start).count();
             bar.update(i + 1, progress_status(loss_sum / static_cast<double>(samples), samples, elapsed));
             for (const wire::ParamStat& ps : r.param_stats) {
@@ -331,7 +374,22 @@ class Trainer {
   void save(WorkerGroup& group) {
     const std::string weights = store_.weights_for(step_);
     save_checkpoint(group, graph_, tc_.optimizer, weights, TrainingState{step_, epochs_done_, tc_.seed});
+    // Non-finite weights never become the newest checkpoint.
+    if (std::vector<std::string> bad = nonfinite_tensors(weights); !bad.empty()) {
+      store_.discard(step_);
+      std::string names;
+      for (size_t i = 0; i < bad.size() && i < 5; ++i) names += (i ? ", " : "") + bad[i];
+      if (bad.size() > 5) names += " and " + std::to_string(bad.size() - 5) + " more";
+      std::cerr << "\ndevmap: warning: not writing the checkpoint of step " << step_
+                << ": its weights hold NaN or infinite values (" << names << ")\n";
+      JsonObject j;
+      j.add("event", "checkpoint_skipped").add("step", step_).add("reason", "non-finite weights: " + names);
+      metrics_->write(j);
+      last_saved_step_ = step_;
+      return;
+    }
     store_.commit(step_);
+    newest_step_ = step_;
     saved_ = true;
     last_saved_step_ = step_;
     JsonObject j;
@@ -352,6 +410,7 @@ class Trainer {
     step_ = state.step;
     epochs_done_ = state.epoch;
     last_saved_step_ = step_;
+    newest_step_ = step_;
     std::cerr << "devmap: resuming from " << c->weights << " at step " << step_ << " (epoch "
               << step_ / steps_per_epoch_ + 1 << ")\n";
     JsonObject j;
@@ -382,6 +441,8 @@ class Trainer {
   const TrainConfig& tc_;
   RunOutputs outputs_;
   CheckpointStore store_;
+  CheckpointLock lock_;  // after the checks of check_files()
+  bool nonfinite_reported_ = false;
   int image_node_ = -1, label_node_ = -1;
   std::string metric_name_;
   Dataset train_, test_;
@@ -391,6 +452,7 @@ class Trainer {
   int64_t restarts_ = 0, attempts_ = 0;
   bool saved_ = false;  // this run has written a checkpoint
   int64_t last_saved_step_ = -1;
+  int64_t newest_step_ = -1;  // the step of the newest checkpoint: written or resumed from
 };
 
 }  // namespace

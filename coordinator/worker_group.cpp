@@ -33,6 +33,7 @@ struct WorkerGroup::Worker {
   std::unique_ptr<WorkerProcess> process;
   bool connected = false;
   bool ready = false;
+  Clock::time_point phase_since;  // start-up: spawned, or sent its PLAN
   bool result_pending = false;
   // The step or request in flight: since when, and how long it may take.
   bool busy = false;
@@ -133,6 +134,15 @@ void WorkerGroup::watch(const std::string& waiting_for) {
     }
   }
   const auto now = Clock::now();
+  if (start_timeout_.count() > 0) {
+    const double limit = std::chrono::duration<double>(start_timeout_).count();
+    for (auto& w : workers_)
+      if (!w->ready && since(w->phase_since, now) > limit)
+        fail_worker(*w, std::string(w->connected ? "did not answer its plan (PLAN) with READY"
+                                                 : "did not say HELLO after it was spawned") +
+                            " within " + seconds(limit) +
+                            " (faults.startup_timeout): it hangs in its start-up; killed it");
+  }
   const double silence_limit = std::chrono::duration<double>(policy_.heartbeat_timeout).count();
   for (auto& w : workers_) {
     if (!w->ready || !w->heard) continue;
@@ -186,11 +196,10 @@ void WorkerGroup::start(milliseconds timeout) {
         name + " for " + w->device());
   }
   info_.assign(workers_.size(), WorkerInfo{});
-  auto deadline = Clock::now() + timeout;
+  start_timeout_ = timeout;
+  for (auto& w : workers_) w->phase_since = Clock::now();
   size_t ready = 0;
   while (ready < workers_.size()) {
-    if (Clock::now() > deadline)
-      throw_runtime("workers did not become ready within " + std::to_string(timeout.count()) + " ms");
     PeerMessage m = await("workers to start");
     const size_t idx = index_of(m.peer);
     Worker& w = *workers_[idx];
@@ -204,6 +213,7 @@ void WorkerGroup::start(milliseconds timeout) {
         fail_worker(w, why);
       }
       w.connected = true;
+      w.phase_since = Clock::now();
       info_[idx].device = w.device();
       info_[idx].pid = hello.pid;
       server_->send(m.peer, wire::frame(wire::MsgType::kPlan, std::string_view(encode_worker_plan(w.launch.plan))));
@@ -217,6 +227,7 @@ void WorkerGroup::start(milliseconds timeout) {
       fail_worker(w, std::string("sent ") + wire::msg_type_name(m.message.type) + " during the handshake");
     }
   }
+  start_timeout_ = milliseconds(0);
 }
 
 void WorkerGroup::send(const wire::Step& step) {

@@ -81,7 +81,9 @@ class WorkerGroup {
   WorkerGroup(RunResources& run, std::vector<WorkerLaunch> launches, FaultPolicy policy, std::function<bool()> abort);
   ~WorkerGroup();
 
-  // Spawns every worker and completes the handshake within `timeout`.
+  // Spawns every worker and completes the handshake; a worker that has not
+  // sent HELLO `timeout` after its spawn, or READY `timeout` after its PLAN,
+  // fails the start naming its device and that phase.
   void start(std::chrono::milliseconds timeout);
   const std::vector<WorkerInfo>& workers() const { return info_; }
 
@@ -122,6 +124,7 @@ class WorkerGroup {
   std::unique_ptr<ControlServer> server_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<WorkerInfo> info_;
+  std::chrono::milliseconds start_timeout_{0};  // while start() runs: each phase's limit
 };
 
 }  // namespace devmap

@@ -1,10 +1,14 @@
 #include "transport/shm_segment.h"
 
+#include <fcntl.h>
+#include <sys/statvfs.h>
+
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/format_bytes.h"
 
 namespace bip = boost::interprocess;
 
@@ -50,12 +54,27 @@ ShmSegment ShmSegment::create(const std::string& name, size_t bytes) {
   ShmSegment seg(name, true, nullptr);  // owns the name from here: removed if mapping fails
   try {
     impl->object.truncate(static_cast<bip::offset_t>(bytes));
+    // Every page is reserved now, so a full /dev/shm fails here with a
+    // message instead of a SIGBUS on first touch. A new segment reads as
+    // zeros.
+    if (bytes > 0) {
+      const int err = ::posix_fallocate(impl->object.get_mapping_handle().handle, 0, static_cast<off_t>(bytes));
+      if (err != 0) {
+        std::string free_space;
+        struct statvfs fs {};
+        if (::statvfs("/dev/shm", &fs) == 0)
+          free_space = " (/dev/shm has " + format_bytes(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize) + " free)";
+        throw_runtime("cannot reserve " + format_bytes(bytes) + " of shared memory for '/dev/shm/" + name +
+                      "': " + std::strerror(err) + free_space +
+                      ": give the machine or container more shared memory (docker run --shm-size), or use a "
+                      "smaller batch or a memory_limit that splits it into micro-batches");
+      }
+    }
     impl->region = bip::mapped_region(impl->object, bip::read_write);
   } catch (const bip::interprocess_exception& e) {
     throw_runtime("cannot size shared-memory segment '/dev/shm/" + name + "' to " + std::to_string(bytes) +
                   " bytes: " + e.what());
   }
-  std::memset(impl->region.get_address(), 0, bytes);
   seg.impl_ = std::move(impl);
   return seg;
 }

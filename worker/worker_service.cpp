@@ -414,6 +414,9 @@ void serve(const Args& args, const WorkerRuntime& rt) {
           watchdog = std::make_unique<Watchdog>(ctx, args.endpoint, args.device, parent, plan.run_prefix, plan.run_dir);
           worker = std::make_unique<Worker>(ctx, rt, std::move(plan));
           watchdog->watch(&worker->executor());
+          // Test hook: a worker that hangs between its PLAN and its READY.
+          if (std::getenv("DEVMAP_TEST_HANG_BEFORE_READY"))
+            for (;;) ::pause();
           client.send(wire::frame(wire::MsgType::kReady, worker->ready(rt)));
           break;
         }

@@ -1,0 +1,41 @@
+// AtomicFile: a file that appears under its name only when complete. Text
+// goes to "<path>.tmp-<pid>" beside it; commit() flushes, fsyncs and renames
+// it over `path`. Destroyed uncommitted (a failure, an interruption), it
+// removes the temporary file, so the old file at `path` stays as it was.
+#pragma once
+
+#include <fstream>
+#include <string>
+
+namespace devmap {
+
+class AtomicFile {
+ public:
+  // Creates the temporary file (and `path`'s folder), removing those that
+  // processes now gone left for `path` (a kill -9 mid-write). Throws devmap::Error
+  // (kInvalidInput) with the system's reason when it cannot. `what` names
+  // the file in messages ("predictions").
+  AtomicFile(std::string path, std::string what);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  std::ostream& stream() { return out_; }
+  // Throws devmap::Error (kRuntime) with the system's reason when a write
+  // failed or the file cannot be renamed into place.
+  void commit();
+  const std::string& temporary_path() const { return tmp_; }
+
+  // Removes "<path>.tmp-<pid>" files left by processes that are gone.
+  static void remove_stale(const std::string& path);
+
+ private:
+  std::string path_, what_, tmp_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+// Writes `text` to `path` through an AtomicFile.
+void write_file_atomically(const std::string& path, const std::string& text, const std::string& what);
+
+}  // namespace devmap
