@@ -122,11 +122,19 @@ double median_step_ms(const std::string& metrics) {
   return v.empty() ? 100 : v[v.size() / 2];
 }
 
-class Faults : public ::testing::Test {
+// Every fault test runs lock-step and pipelined (4 micro-batches a step,
+// 1f1b): everything the fault handling promises holds with several
+// micro-batches in flight.
+class Faults : public ::testing::TestWithParam<bool> {
  protected:
+  std::vector<std::string> args(const std::string& tag, std::vector<std::string> extra = {}) const {
+    if (GetParam())
+      extra.insert(extra.end(), {"--set", "train.pipeline.micro_batches=4", "--set", "train.pipeline.schedule=1f1b"});
+    return train_args(dir_.path(), tag, extra);
+  }
   // The uninterrupted run every resumed run is compared with.
   void SetUp() override {
-    ProcessResult r = run_process(train_args(dir_.path(), "reference"), dir_.path(), env());
+    ProcessResult r = run_process(args("reference"), dir_.path(), env());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     reference_ = losses(dir_.path() + "/reference.jsonl");
     ASSERT_EQ(reference_.size(), static_cast<size_t>(kSteps));
@@ -137,9 +145,8 @@ class Faults : public ::testing::Test {
   // Resumes run `tag` to the end and checks every step it ran against the
   // reference; returns the step it resumed from.
   int resume_and_compare(const std::string& tag) {
-    ProcessResult r =
-        run_process(train_args(dir_.path(), tag, {"--resume", "--metrics", dir_.path() + "/" + tag + "-resumed.jsonl"}),
-                    dir_.path(), env());
+    ProcessResult r = run_process(args(tag, {"--resume", "--metrics", dir_.path() + "/" + tag + "-resumed.jsonl"}),
+                                  dir_.path(), env());
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::smatch m;
     EXPECT_TRUE(std::regex_search(r.err, m, std::regex("at step ([0-9]+) \\(epoch"))) << r.err;
@@ -157,7 +164,7 @@ class Faults : public ::testing::Test {
 
 // SIGKILL of each worker at a uniformly random moment of a random step,
 // five times each: noticed within 2 s, nothing left, resumable.
-TEST_F(Faults, WorkerKilledAtARandomMomentIsNoticedCleanedUpAndResumed) {
+TEST_P(Faults, WorkerKilledAtARandomMomentIsNoticedCleanedUpAndResumed) {
   uint64_t seed = std::random_device{}();
   if (const char* s = std::getenv("DEVMAP_FAULT_SEED")) seed = std::stoull(s);
   std::cout << "fault seed " << seed << " (set DEVMAP_FAULT_SEED to repeat); median step " << step_ms_ << " ms\n";
@@ -171,7 +178,7 @@ TEST_F(Faults, WorkerKilledAtARandomMomentIsNoticedCleanedUpAndResumed) {
       const int step = std::uniform_int_distribution<int>(kCheckpointEvery + 1, kSteps - 4)(rng);
       const double offset_ms = std::uniform_real_distribution<double>(0, step_ms_)(rng);
       SCOPED_TRACE(tag + ": after step " + std::to_string(step) + " + " + std::to_string(offset_ms) + " ms");
-      BackgroundProcess coordinator(train_args(dir_.path(), tag), dir_.path(), env());
+      BackgroundProcess coordinator(args(tag), dir_.path(), env());
       const std::string metrics = dir_.path() + "/" + tag + ".jsonl";
       ASSERT_TRUE(wait_for_step(metrics, step, milliseconds(60000))) << coordinator.err();
       auto pids = worker_pids(metrics);
@@ -199,8 +206,8 @@ TEST_F(Faults, WorkerKilledAtARandomMomentIsNoticedCleanedUpAndResumed) {
   }
 }
 
-TEST_F(Faults, KilledCoordinatorTakesItsWorkersAndFilesAlong) {
-  BackgroundProcess coordinator(train_args(dir_.path(), "orphans"), dir_.path(), env());
+TEST_P(Faults, KilledCoordinatorTakesItsWorkersAndFilesAlong) {
+  BackgroundProcess coordinator(args("orphans"), dir_.path(), env());
   const std::string metrics = dir_.path() + "/orphans.jsonl";
   ASSERT_TRUE(wait_for_step(metrics, 6, milliseconds(60000))) << coordinator.err();
   auto pids = worker_pids(metrics);
@@ -222,8 +229,8 @@ TEST_F(Faults, KilledCoordinatorTakesItsWorkersAndFilesAlong) {
   EXPECT_GE(resume_and_compare("orphans"), kCheckpointEvery);
 }
 
-TEST_F(Faults, SigtermFinishesTheStepCheckpointsAndExits143) {
-  BackgroundProcess coordinator(train_args(dir_.path(), "term"), dir_.path(), env());
+TEST_P(Faults, SigtermFinishesTheStepCheckpointsAndExits143) {
+  BackgroundProcess coordinator(args("term"), dir_.path(), env());
   ASSERT_TRUE(wait_for_step(dir_.path() + "/term.jsonl", 6, milliseconds(60000))) << coordinator.err();
   ASSERT_EQ(::kill(coordinator.pid(), SIGTERM), 0);
   EXPECT_EQ(coordinator.wait(milliseconds(30000)), 143) << coordinator.err();
@@ -237,16 +244,16 @@ TEST_F(Faults, SigtermFinishesTheStepCheckpointsAndExits143) {
   EXPECT_EQ(resume_and_compare("term"), stopped);
 }
 
-TEST_F(Faults, SigintStopsWith130AndASecondOneAbortsAtOnce) {
+TEST_P(Faults, SigintStopsWith130AndASecondOneAbortsAtOnce) {
   {
-    BackgroundProcess coordinator(train_args(dir_.path(), "int"), dir_.path(), env());
+    BackgroundProcess coordinator(args("int"), dir_.path(), env());
     ASSERT_TRUE(wait_for_step(dir_.path() + "/int.jsonl", 6, milliseconds(60000))) << coordinator.err();
     ASSERT_EQ(::kill(coordinator.pid(), SIGINT), 0);
     EXPECT_EQ(coordinator.wait(milliseconds(30000)), 130) << coordinator.err();
     EXPECT_NE(coordinator.err().find("resume with: "), std::string::npos) << coordinator.err();
     EXPECT_EQ(leftovers(coordinator.pid(), dir_.path()), std::vector<std::string>{});
   }
-  BackgroundProcess coordinator(train_args(dir_.path(), "int2"), dir_.path(), env());
+  BackgroundProcess coordinator(args("int2"), dir_.path(), env());
   ASSERT_TRUE(wait_for_step(dir_.path() + "/int2.jsonl", 6, milliseconds(60000))) << coordinator.err();
   auto pids = worker_pids(dir_.path() + "/int2.jsonl");
   // 10 ms apart: two signals sent at once may arrive as one.
@@ -258,9 +265,8 @@ TEST_F(Faults, SigintStopsWith130AndASecondOneAbortsAtOnce) {
   EXPECT_EQ(leftovers(coordinator.pid(), dir_.path()), std::vector<std::string>{});
 }
 
-TEST_F(Faults, StoppedWorkerIsDeclaredHungAfterTheStepTimeout) {
-  BackgroundProcess coordinator(train_args(dir_.path(), "stop", {"--set", "faults.step_timeout=1"}), dir_.path(),
-                                env());
+TEST_P(Faults, StoppedWorkerIsDeclaredHungAfterTheStepTimeout) {
+  BackgroundProcess coordinator(args("stop", {"--set", "faults.step_timeout=1"}), dir_.path(), env());
   const std::string metrics = dir_.path() + "/stop.jsonl";
   ASSERT_TRUE(wait_for_step(metrics, 6, milliseconds(60000))) << coordinator.err();
   auto pids = worker_pids(metrics);
@@ -282,18 +288,17 @@ TEST_F(Faults, StoppedWorkerIsDeclaredHungAfterTheStepTimeout) {
   EXPECT_EQ(leftovers(coordinator.pid(), dir_.path()), std::vector<std::string>{});
 }
 
-TEST_F(Faults, KernelThatNeverReturnsIsFoundThoughHeartbeatsGoOn) {
+TEST_P(Faults, KernelThatNeverReturnsIsFoundThoughHeartbeatsGoOn) {
   // Wire steps count from 0: this hangs the 7th step.
-  ProcessResult r = run_process(train_args(dir_.path(), "hang", {"--set", "faults.step_timeout=1"}), dir_.path(),
+  ProcessResult r = run_process(args("hang", {"--set", "faults.step_timeout=1"}), dir_.path(),
                                 {"TMPDIR=" + dir_.path(), "DEVMAP_TEST_HANG_AT_STEP=6"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("failed: made no progress on step 7 for "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("its last heartbeat, 0."), std::string::npos) << "heartbeats went on: " << r.err;
 }
 
-TEST_F(Faults, WorkerKilledOnceIsRestartedAndTheRunEndsWithTheSameLosses) {
-  BackgroundProcess coordinator(train_args(dir_.path(), "restart", {"--set", "train.max_restarts=1"}), dir_.path(),
-                                env());
+TEST_P(Faults, WorkerKilledOnceIsRestartedAndTheRunEndsWithTheSameLosses) {
+  BackgroundProcess coordinator(args("restart", {"--set", "train.max_restarts=1"}), dir_.path(), env());
   const std::string metrics = dir_.path() + "/restart.jsonl";
   ASSERT_TRUE(wait_for_step(metrics, 7, milliseconds(60000))) << coordinator.err();
   ASSERT_EQ(::kill(worker_pids(metrics).at("cpu:0"), SIGKILL), 0);
@@ -308,8 +313,8 @@ TEST_F(Faults, WorkerKilledOnceIsRestartedAndTheRunEndsWithTheSameLosses) {
   for (const auto& [step, loss] : got) EXPECT_EQ(loss, reference_.at(step)) << "step " << step;
 }
 
-TEST_F(Faults, RestartsStopAtMaxRestarts) {
-  ProcessResult r = run_process(train_args(dir_.path(), "giveup", {"--set", "train.max_restarts=2"}), dir_.path(),
+TEST_P(Faults, RestartsStopAtMaxRestarts) {
+  ProcessResult r = run_process(args("giveup", {"--set", "train.max_restarts=2"}), dir_.path(),
                                 {"TMPDIR=" + dir_.path(), "DEVMAP_TEST_FAIL_AT_STEP=9"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("gave up after 2 restarts"), std::string::npos) << r.err;
@@ -317,6 +322,9 @@ TEST_F(Faults, RestartsStopAtMaxRestarts) {
   // Each attempt resumed from the checkpoint of step 8.
   EXPECT_EQ(lines_with(read_file(dir_.path() + "/giveup.jsonl"), "resume").size(), 2u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Schedules, Faults, ::testing::Values(false, true),
+                         [](const auto& param_info) { return param_info.param ? "Pipelined" : "LockStep"; });
 
 TEST(FaultsHealthy, LongStepWithinItsPlannedTimeIsNotKilled) {
   // A step of 512 images takes about a second on one thread, five times the
