@@ -17,7 +17,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 threads=1
 steps=150
 runs=3
-predict_batch=250
+predict_batch=1000
 bench_options 14 --threads=threads --steps=steps --runs=runs --predict-batch=predict_batch -- "$@"
 bench_build
 
