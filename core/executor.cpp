@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/host_memory.h"
 #include "core/random.h"
+#include "core/tensor_allocations.h"
 
 namespace devmap {
 
@@ -86,12 +87,6 @@ Shape Executor::tensor_shape(int tensor, int64_t batch) const {
   return graph_.node(t.node).out_shape_for(batch);
 }
 
-bool Executor::staged(int tensor) const {
-  const TensorInfo& t = program_.tensors[static_cast<size_t>(tensor)];
-  bool external = t.kind == TensorInfo::Kind::kActivation && external_[static_cast<size_t>(t.node)];
-  return external || edge_of_[static_cast<size_t>(tensor)] >= 0;
-}
-
 void Executor::set_external(int node) {
   assert(max_batch_ == 0 && "set_external before reserve");
   assert(edge_of_[static_cast<size_t>(node)] < 0 && "the channel binds tensors that cross devices");
@@ -106,16 +101,16 @@ void Executor::reserve(int64_t max_batch, int sets) {
   stored_.clear();
   // Set 0 becomes the current one; sets 1.. wait in stored_.
   stored_.resize(static_cast<size_t>(sets));
+  // The same list the memory plan sums (core/tensor_allocations.h).
+  const std::vector<TensorAllocation> allocations =
+      tensor_allocations(TensorAllocationInputs{&graph_, &program_, &uses_, &edge_of_, &external_, host_}, max_batch);
   for (int k = sets - 1; k >= 0; --k) {
     std::vector<DeviceBuffer>& buffers = k == 0 ? buffers_ : stored_[static_cast<size_t>(k)].buffers;
     buffers.resize(static_cast<size_t>(program_.tensor_count()));
-    for (int t = 0; t < program_.tensor_count(); ++t) {
-      auto i = static_cast<size_t>(t);
-      // On a host device, external and cut-edge tensors are used in place.
-      if (!uses_[i] || (host_ && staged(t))) continue;
-      const TensorInfo& info = program_.tensors[i];
-      buffers[i] = DeviceBuffer(*memory_, tensor_shape(t, max_batch).numel(),
-                                sets > 1 ? info.name + " (buffer set " + std::to_string(k) + ")" : info.name);
+    for (const TensorAllocation& a : allocations) {
+      const std::string& name = program_.tensors[static_cast<size_t>(a.tensor)].name;
+      buffers[static_cast<size_t>(a.tensor)] =
+          DeviceBuffer(*memory_, a.floats, sets > 1 ? name + " (buffer set " + std::to_string(k) + ")" : name);
     }
     if (k > 0) {
       stored_[static_cast<size_t>(k)].bound = bound_;

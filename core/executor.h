@@ -145,7 +145,6 @@ class Executor {
 
  private:
   Shape tensor_shape(int tensor, int64_t batch) const;
-  bool staged(int tensor) const;  // external or cut-edge tensor behind a device staging buffer
   TensorView view(int tensor, int64_t batch) const;
   KernelContext context(const StepInfo& info);
   // Runs instrs[begin, end).

@@ -6,6 +6,7 @@
 #include "core/device_memory.h"
 #include "core/error.h"
 #include "core/format_bytes.h"
+#include "core/tensor_allocations.h"
 
 namespace devmap {
 
@@ -94,23 +95,18 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch) {
         }
       }
     }
-    // One buffer per tensor the device reads or writes; on a host device the
-    // external and cut-edge tensors are used in place instead.
-    for (int t = 0; t < p.tensor_count(); ++t) {
-      if (!dp.uses_tensor[static_cast<size_t>(t)]) continue;
-      const TensorInfo& info = p.tensors[static_cast<size_t>(t)];
-      bool staged = (info.kind == TensorInfo::Kind::kActivation && external[static_cast<size_t>(info.node)]) ||
-                    edge_of[static_cast<size_t>(t)] >= 0;
-      if (dev.host_memory && staged) continue;
-      // One buffer per set (Executor::reserve allocates them one by one).
-      uint64_t b = float_bytes(g.node(info.node).out_shape_for(batch).numel()) * static_cast<uint64_t>(dev.sets);
-      OpMemory& o = op(info.node);
-      if (staged)
-        o.staging += b;
-      else if (info.kind == TensorInfo::Kind::kActivation)
-        o.activations += b;
-      else
-        o.activation_grads += b;
+    // The tensor buffers Executor::reserve() allocates, from the same list,
+    // once per buffer set.
+    const std::vector<TensorAllocation> allocations = tensor_allocations(
+        TensorAllocationInputs{&g, &p, &dp.uses_tensor, &edge_of, &external, dev.host_memory}, batch);
+    for (const TensorAllocation& a : allocations) {
+      const uint64_t b = float_bytes(a.floats) * static_cast<uint64_t>(dev.sets);
+      OpMemory& o = op(a.node);
+      switch (a.kind) {
+        case TensorAllocation::Kind::kStaging: o.staging += b; break;
+        case TensorAllocation::Kind::kActivation: o.activations += b; break;
+        case TensorAllocation::Kind::kActivationGrad: o.activation_grads += b; break;
+      }
     }
     // One workspace, as large as the largest kernel's.
     uint64_t workspace = 0;

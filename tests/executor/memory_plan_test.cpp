@@ -79,6 +79,7 @@ struct PlanCase {
   bool training;
   bool host;
   int64_t batch;
+  int sets = 1;  // buffer sets (micro-batches a pipeline keeps in flight)
 };
 
 class PlanMatchesExecutor : public ::testing::TestWithParam<PlanCase> {};
@@ -94,8 +95,9 @@ TEST_P(PlanMatchesExecutor, ByteForByte) {
   opt.kind = OptimizerConfig::Kind::kAdam;
   std::vector<int> external = inputs_of(g);
   external.insert(external.end(), outputs.begin(), outputs.end());
-  MemoryPlan plan = plan_memory(
-      plan_inputs_for(g, program, part, c.host, c.training ? optimizer_state_count(opt.kind) : 0, external), c.batch);
+  PlanInputs in = plan_inputs_for(g, program, part, c.host, c.training ? optimizer_state_count(opt.kind) : 0, external);
+  for (PlanDevice& d : in.devices) d.sets = c.sets;
+  MemoryPlan plan = plan_memory(in, c.batch);
   ASSERT_EQ(plan.devices.size(), 2u);
   CpuKernelFactory kernels;
   UnusedChannel channel;
@@ -105,7 +107,7 @@ TEST_P(PlanMatchesExecutor, ByteForByte) {
     Executor ex(g, program, kernels, opt, 1, 1, &part.program_for(d.device), &part.edges, &channel, mem.get());
     for (int n : external)
       if (n < g.size() && (g.node(n).schema->num_inputs == 0 || ex.is_local(n))) ex.set_external(n);
-    ex.reserve(c.batch);
+    ex.reserve(c.batch, c.sets);
     // The worker charges the transport slots; the executor allocates the rest.
     EXPECT_EQ(mem->peak_bytes(), d.total() - d.transport) << d.device;
     EXPECT_EQ(mem->in_use_bytes(), mem->peak_bytes()) << d.device;
@@ -134,7 +136,9 @@ TEST(MemoryPlan, CountsTheGpuLibraryWorkspace) {
 INSTANTIATE_TEST_SUITE_P(Cases, PlanMatchesExecutor,
                          ::testing::Values(PlanCase{true, true, 1}, PlanCase{true, true, 5}, PlanCase{true, true, 64},
                                            PlanCase{false, true, 1}, PlanCase{false, true, 1000},
-                                           PlanCase{true, false, 7}, PlanCase{false, false, 33}));
+                                           PlanCase{true, false, 7}, PlanCase{false, false, 33},
+                                           PlanCase{true, true, 16, 3}, PlanCase{true, false, 16, 2},
+                                           PlanCase{false, true, 250, 4}));
 
 // Feeds `batch` samples of deterministic images and labels.
 struct Inputs {
