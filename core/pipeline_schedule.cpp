@@ -387,14 +387,19 @@ PipelinePlan plan_pipeline(const Graph& graph, const Partition& partition, bool 
   plan.micro_batches = micro_batches;
   plan.sets.assign(partition.devices.size(), 1);
   plan.edge_slots.assign(partition.edges.size(), min_slots);
-  // Training plans also hold the forward-only schedules of evaluation.
-  for (bool backward : {true, false}) {
-    if (backward && !training) continue;
+  auto request = [&](bool backward) {
     ScheduleRequest r;
     r.partition = &partition;
     r.training = backward;
     r.kind = kind;
     set_flops_costs(graph, r);
+    return r;
+  };
+  // Training plans also hold the forward-only schedules of evaluation.
+  std::vector<bool> passes = {false};
+  if (training) passes.insert(passes.begin(), true);
+  for (bool backward : passes) {
+    ScheduleRequest r = request(backward);
     for (int c = 1; c <= micro_batches; ++c) {
       r.micro_batches = c;
       PipelineSchedule s = build_schedule(r);
@@ -405,14 +410,9 @@ PipelinePlan plan_pipeline(const Graph& graph, const Partition& partition, bool 
     }
   }
   // The rings as they will be: every schedule must finish with them.
-  for (bool backward : {true, false}) {
-    if (backward && !training) continue;
-    ScheduleRequest r;
-    r.partition = &partition;
-    r.training = backward;
-    r.kind = kind;
+  for (bool backward : passes) {
+    ScheduleRequest r = request(backward);
     r.ring_slots = plan.edge_slots;
-    set_flops_costs(graph, r);
     for (int c = 1; c <= micro_batches; ++c) {
       r.micro_batches = c;
       build_schedule(r);

@@ -84,27 +84,6 @@ std::vector<std::pair<int, std::string>> losses(const std::string& text) {
   return out;
 }
 
-// device -> pid of the workers of the newest attempt in `text`.
-std::map<std::string, pid_t> worker_pids(const std::string& text) {
-  std::map<std::string, pid_t> out;
-  auto starts = lines_with(text, "start");
-  if (starts.empty()) return out;
-  std::regex re("\"device\":\"([^\"]+)\",\"pid\":([0-9]+)");
-  const std::string& line = starts.back();
-  for (auto it = std::sregex_iterator(line.begin(), line.end(), re); it != std::sregex_iterator(); ++it)
-    out[(*it)[1]] = static_cast<pid_t>(std::stol((*it)[2]));
-  return out;
-}
-
-bool wait_until(const std::function<bool()>& done, milliseconds timeout) {
-  auto deadline = Clock::now() + timeout;
-  while (!done()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
-}
-
 // What runs left in /dev/shm (segments of `pids`) and in `dir`: socket
 // folders, lock files and temporary files.
 std::vector<std::string> leftovers(const std::set<pid_t>& pids, const std::string& dir) {
@@ -164,7 +143,7 @@ TEST(Chaos, TwentyRandomSignalsLoseNothing) {
     pid_t victim = run.pid();
     std::string who = "coordinator";
     if (target > 0) {
-      auto pids = worker_pids(since(metrics, from));
+      auto pids = worker_pids_in(since(metrics, from));
       const std::string device = target == 1 ? "cpu:0" : "cpu:1";
       if (pids.count(device)) {
         victim = pids.at(device);
@@ -186,7 +165,7 @@ TEST(Chaos, TwentyRandomSignalsLoseNothing) {
     for (const auto& [step, loss] : losses(since(metrics, from)))
       EXPECT_EQ(loss, reference.at(step)) << "run " << runs << " step " << step << "\n" << run.err();
     // The workers clean up after a killed coordinator within a moment.
-    for (const auto& [device, pid] : worker_pids(since(metrics, from)))
+    for (const auto& [device, pid] : worker_pids_in(since(metrics, from)))
       EXPECT_TRUE(wait_until([pid = pid] { return process_gone(pid); }, milliseconds(5000))) << device;
     EXPECT_TRUE(wait_until(
         [&] {

@@ -85,14 +85,7 @@ bool wait_for_step(const std::string& metrics, int step, milliseconds timeout) {
 
 // device -> pid of the workers of the newest attempt.
 std::map<std::string, pid_t> worker_pids(const std::string& metrics) {
-  std::map<std::string, pid_t> out;
-  auto starts = lines_with(read_file(metrics), "start");
-  if (starts.empty()) return out;
-  std::regex re("\"device\":\"([^\"]+)\",\"pid\":([0-9]+)");
-  const std::string& line = starts.back();
-  for (auto it = std::sregex_iterator(line.begin(), line.end(), re); it != std::sregex_iterator(); ++it)
-    out[(*it)[1]] = static_cast<pid_t>(std::stol((*it)[2]));
-  return out;
+  return worker_pids_in(read_file(metrics));
 }
 
 // What a run of coordinator `pid` may have left: its segments and its
@@ -103,15 +96,6 @@ std::vector<std::string> leftovers(pid_t coordinator, const std::string& tmpdir)
   for (const std::string& p : tree_entries(tmpdir))
     if (std::filesystem::path(p).filename().string().rfind(prefix, 0) == 0) left.push_back(p);
   return left;
-}
-
-bool wait_until(const std::function<bool()>& done, milliseconds timeout) {
-  auto deadline = Clock::now() + timeout;
-  while (!done()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
 }
 
 double median_step_ms(const std::string& metrics) {

@@ -1,6 +1,9 @@
 // Reading the coordinator's JSON-lines metrics in tests: flat fields only.
 #pragma once
 
+#include <sys/types.h>
+
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -24,6 +27,19 @@ inline std::vector<std::string> lines_with(const std::string& text, const std::s
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);)
     if (json_field(line, "event") == event) out.push_back(line);
+  return out;
+}
+
+// device -> pid of the workers of the newest attempt (its "start" line) in
+// the metrics `text`.
+inline std::map<std::string, pid_t> worker_pids_in(const std::string& text) {
+  std::map<std::string, pid_t> out;
+  auto starts = lines_with(text, "start");
+  if (starts.empty()) return out;
+  std::regex re("\"device\":\"([^\"]+)\",\"pid\":([0-9]+)");
+  const std::string& line = starts.back();
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), re); it != std::sregex_iterator(); ++it)
+    out[(*it)[1]] = static_cast<pid_t>(std::stol((*it)[2]));
   return out;
 }
 
