@@ -46,6 +46,7 @@ TraceLog::TraceLog(std::string path, TraceSteps steps, bool prediction)
     : path_(std::move(path)), steps_(steps), prediction_(prediction), origin_ns_(trace_now_ns()) {}
 
 void TraceLog::describe(const Graph& graph, const Partition& partition) {
+  ++attempt_;
   devices_ = partition.devices;
   op_names_.clear();
   for (int i = 0; i < graph.size(); ++i) op_names_.push_back(graph.node(i).name);
@@ -77,12 +78,16 @@ void TraceLog::add_worker(const std::string& device, const wire::Step& step, std
   for (size_t i = 0; i < devices_.size(); ++i)
     if (devices_[i] == device) pid = static_cast<int>(i) + 1;
   if (pid == 0) throw_runtime("trace events from " + device + ", a device the partition does not use");
-  chunks_.push_back(Chunk{pid, phase_of(step), step.step + 1, "", std::move(events)});
+  chunks_.push_back(Chunk{attempt_, pid, phase_of(step), step.step + 1, "", std::move(events)});
 }
 
 void TraceLog::add_coordinator(const char* what, int64_t start_ns, int64_t end_ns, const wire::Step& step) {
-  chunks_.push_back(Chunk{
-      0, phase_of(step), step.step + 1, what, {TraceEvent{start_ns, end_ns, step.step, -1, -1, TraceKind::kStep}}});
+  chunks_.push_back(Chunk{attempt_,
+                          0,
+                          phase_of(step),
+                          step.step + 1,
+                          what,
+                          {TraceEvent{start_ns, end_ns, step.step, -1, -1, TraceKind::kStep}}});
 }
 
 size_t TraceLog::slices() const {
@@ -152,9 +157,10 @@ void TraceLog::write() const {
     thread.add_raw("args", JsonObject().add("name", pid == 0 ? "main" : "executor").str());
     emit(thread);
   }
-  // Sends and receives of one tensor: (edge, phase, step, micro) -> their
-  // slices in order; the k-th receive on a device takes the k-th send.
-  using Key = std::tuple<int, int, int64_t, int32_t>;
+  // Sends and receives of one tensor: (edge, attempt, phase, step, micro)
+  // -> their slices in order; the k-th receive on a device takes the k-th
+  // send (lock-step micro-batches of one step share a step and micro-batch 0).
+  using Key = std::tuple<int, int, int, int64_t, int32_t>;
   struct End {
     int pid;
     double ts;
@@ -190,7 +196,7 @@ void TraceLog::write() const {
       if (e.micro >= 0) args.add("micro_batch", static_cast<int64_t>(e.micro));
       j.add_raw("args", args.str());
       emit(j);
-      const Key key{e.id, c.phase, c.step, e.micro};
+      const Key key{e.id, c.attempt, c.phase, c.step, e.micro};
       if (e.kind == TraceKind::kSend) sends[key].push_back(End{c.pid, ts + dur * 0.5});
       if (e.kind == TraceKind::kRecv) recvs[{key, c.pid}].push_back(End{c.pid, ts + dur * 0.75});
     }

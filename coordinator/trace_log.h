@@ -67,6 +67,7 @@ class TraceLog {
 
  private:
   struct Chunk {
+    int attempt;       // describe() calls so far: a restarted run's workers are new ones
     int pid;           // 0: coordinator, else 1 + device index
     int phase;         // 0 training, 1 evaluation, 2 prediction
     int64_t step;      // 1-based
@@ -80,6 +81,7 @@ class TraceLog {
   bool prediction_;
   int64_t origin_ns_;
   int64_t last_training_step_ = 0;  // 1-based; 0: none sent yet
+  int attempt_ = 0;
   std::vector<std::string> devices_, op_names_, edge_names_;
   std::vector<Chunk> chunks_;
 };

@@ -263,6 +263,7 @@ StepResult WorkerGroup::collect() {
         sizeof done + done.param_stats * sizeof(wire::ParamStat) + done.micro_results * sizeof(wire::MicroResult);
     if (done.trace_bytes > 0 && !(trace_ && (pending_.flags & wire::kTrace)))
       fail_worker(w, "sent trace events that were not asked for");
+    if (done.trace_bytes > m.message.body.size()) fail_worker(w, "sent a STEP_DONE shorter than its trace events");
     wire::check_body_size(m.message, trace_at + done.trace_bytes, false);
     if (done.trace_bytes > 0)
       trace_->add_worker(w.device(), pending_,

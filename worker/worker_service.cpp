@@ -251,6 +251,7 @@ class Worker {
     const bool update = train && (s.flags & wire::kNoUpdate) == 0;
     const bool traced = (s.flags & wire::kTrace) != 0;
     if (traced) {
+      if (trace_.capacity() == 0) trace_.reserve(size_t{1} << 14);  // once: no growth in steps like this one
       trace_.clear();
       exec_->set_trace(&trace_);
     }
@@ -410,7 +411,7 @@ class Worker {
   std::unique_ptr<Executor> exec_;
   int loss_node_ = -1, metric_node_ = -1;
   int64_t fail_at_step_ = -1, hang_at_step_ = -1;
-  TraceBuffer trace_;  // the traced step's timeline, reused step after step
+  TraceBuffer trace_;  // the traced step's timeline, reused step after step (storage made at the first)
 };
 
 void serve(const Args& args, const WorkerRuntime& rt) {
