@@ -71,7 +71,14 @@ class BatchFeeder {
     };
     int64_t i = 0, j = 0, sent = 0;
     Unit next = unit_of(0, 0);
-    fill(source, 0, next);
+    {
+      wire::Step first{};
+      first.step = first_step;
+      first.flags = flags;
+      const int64_t t0 = feed_started(first);
+      fill(source, 0, next);
+      feed_done(t0, first);
+    }
     StepResult sum;
     for (;;) {
       if (j == 0 && interrupted()) return false;
@@ -95,7 +102,11 @@ class BatchFeeder {
       bool more = ni < batches;
       if (more) {
         next = unit_of(ni, nj);
+        wire::Step ns = s;
+        ns.step = first_step + ni;
+        const int64_t t0 = feed_started(ns);
         fill(source, sent + 1, next);
+        feed_done(t0, ns);
       }
       StepResult r = group_.collect();
       sum.loss += r.loss;
@@ -156,8 +167,16 @@ class BatchFeeder {
         at += rd.sizes[m];
       }
     };
+    auto step_of = [&](int64_t r) {
+      wire::Step s{};
+      s.step = train ? first_step + r : r;
+      s.flags = flags;
+      return s;
+    };
     Round next = round_of(0);
+    int64_t t0 = feed_started(step_of(0));
     fill_round(next, 0);
+    feed_done(t0, step_of(0));
     for (int64_t r = 0; r < rounds; ++r) {
       if (interrupted()) return false;
       const Round rd = next;
@@ -173,7 +192,9 @@ class BatchFeeder {
       group_.send(s);
       if (r + 1 < rounds) {
         next = round_of(r + 1);
+        t0 = feed_started(step_of(r + 1));
         fill_round(next, static_cast<uint32_t>(((r + 1) % 2) * round));
+        feed_done(t0, step_of(r + 1));
       }
       StepResult res = group_.collect();
       if (train) {
@@ -198,6 +219,14 @@ class BatchFeeder {
   void set_rounds(int round) { round_ = round; }
 
  private:
+  // The coordinator's "feed" slice of a traced step (--trace): its start, or
+  // -1 when the step is not traced.
+  int64_t feed_started(const wire::Step& s) const {
+    return group_.trace() && group_.trace()->covers(s) ? trace_now_ns() : -1;
+  }
+  void feed_done(int64_t start_ns, const wire::Step& s) {
+    if (start_ns >= 0) group_.trace()->add_coordinator("feed", start_ns, trace_now_ns(), s);
+  }
   struct Unit {
     int64_t batch, first, size;
   };

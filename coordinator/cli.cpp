@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "coordinator/config_names.h"
+#include "coordinator/trace_log.h"
 #include "core/error.h"
 
 namespace devmap {
@@ -70,6 +71,20 @@ const std::vector<OptionSpec>& options() {
        "written to the metrics as \"profile\" lines (FLOPs as\nthe op defines them: a Winograd conv2d shows its\n"
        "effective rate)",
        [](CL& c, S, S) { c.run.profile = true; }},
+      {"--trace", "FILE", kRun,
+       "write the run's timeline to FILE as Chrome trace-event\nJSON (open it in ui.perfetto.dev or "
+       "chrome://tracing):\n"
+       "a track per worker and one for the coordinator, a slice\nper op and micro-batch, sends, receives and waits, "
+       "and\nan arrow from each send to its receive (docs/TRACING.md)",
+       [](CL& c, S, S v) { c.run.trace_path = v; }},
+      {"--trace-steps", "A:B", kTrain,
+       "trace only training steps A to B (1-based, inclusive;\ndefault: all); an evaluation is traced when the step\n"
+       "before it is",
+       [](CL& c, S f, S v) {
+         const TraceSteps r = parse_trace_steps(f, v);
+         c.run.trace_first = r.first;
+         c.run.trace_last = r.last;
+       }},
       {"--resume", nullptr, kTrain,
        "continue from the checkpoint (train.checkpoint, else\n--out-dir's, else the default) and the training state\n"
        "beside it: weights, optimizer state and step; the\nlosses continue as if the run had never stopped, under\n"

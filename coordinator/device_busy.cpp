@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace devmap {
 
@@ -18,6 +19,16 @@ std::vector<DeviceBusy::Share> DeviceBusy::shares() const {
   for (const auto& [device, seconds] : busy_)
     out.push_back(Share{device, seconds, wall_ > 0 ? std::clamp(seconds / wall_, 0.0, 1.0) : 0.0});
   return out;
+}
+
+DeviceBusy DeviceBusy::since(const DeviceBusy& earlier) const {
+  DeviceBusy d;
+  for (const auto& [device, seconds] : busy_) {
+    auto it = earlier.busy_.find(device);
+    d.busy_[device] = std::max(0.0, seconds - (it == earlier.busy_.end() ? 0.0 : it->second));
+  }
+  d.wall_ = std::max(0.0, wall_ - earlier.wall_);
+  return d;
 }
 
 namespace {
@@ -40,6 +51,25 @@ void add_busy_fields(JsonObject& line, const DeviceBusy& busy) {
   JsonObject fractions;
   for (const DeviceBusy::Share& s : busy.shares()) fractions.add(s.device, s.fraction);
   line.add_raw("device_busy", fractions.str());
+}
+
+void add_busy_idle_fields(JsonObject& line, const DeviceBusy& busy) {
+  add_busy_fields(line, busy);
+  JsonObject idle;
+  for (const DeviceBusy::Share& s : busy.shares()) idle.add(s.device, 1.0 - s.fraction);
+  line.add_raw("device_idle", idle.str());
+}
+
+std::string busy_table(const DeviceBusy& busy) {
+  std::string out;
+  char line[160];
+  for (const DeviceBusy::Share& s : busy.shares()) {
+    std::snprintf(line, sizeof line, "  %-8s busy %9.3f s (%5.1f%%)   idle %9.3f s (%5.1f%%)\n", s.device.c_str(),
+                  s.busy_seconds, s.fraction * 100, std::max(0.0, busy.wall_seconds() - s.busy_seconds),
+                  (1 - s.fraction) * 100);
+    out += line;
+  }
+  return out;
 }
 
 std::optional<std::string> split_advice(const DeviceBusy& busy) {

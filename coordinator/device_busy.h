@@ -34,6 +34,9 @@ class DeviceBusy {
   // Every device that worked, by name.
   std::vector<Share> shares() const;
   double wall_seconds() const { return wall_; }
+  // What was added since `earlier`, a copy of this one taken before (an
+  // epoch's share: copy at its start, since() at its end).
+  DeviceBusy since(const DeviceBusy& earlier) const;
 
  private:
   std::map<std::string, double> busy_;
@@ -44,6 +47,11 @@ class DeviceBusy {
 std::string busy_summary(const DeviceBusy& busy);
 // Adds "device_busy": {"cpu:0": 0.45, ...} (busy fractions) to a metrics line.
 void add_busy_fields(JsonObject& line, const DeviceBusy& busy);
+// The same and "device_idle": {"cpu:0": 0.55, ...} (1 - busy: the bubble).
+void add_busy_idle_fields(JsonObject& line, const DeviceBusy& busy);
+// The --profile lines: per device, busy and idle seconds and fractions of
+// the run's step time, e.g. "  cpu:0   busy 1.234 s (45.0%)   idle 1.508 s (55.0%)".
+std::string busy_table(const DeviceBusy& busy);
 // When several devices worked and every one was idle more than half the
 // time: a sentence that says so and what to do; otherwise nothing.
 std::optional<std::string> split_advice(const DeviceBusy& busy);

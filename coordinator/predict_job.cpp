@@ -19,6 +19,7 @@
 #include "coordinator/run_outputs.h"
 #include "coordinator/session.h"
 #include "coordinator/signals.h"
+#include "coordinator/trace_log.h"
 #include "core/process_stats.h"
 
 namespace devmap {
@@ -75,8 +76,10 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
     files.inputs.push_back({"weights", po.weights});
     files.inputs.push_back({"input", po.input});
     files.outputs.push_back({"output", po.output});
+    if (!options.trace_path.empty()) files.outputs.push_back({"--trace", options.trace_path});
     check_run_files(files);
   }
+  const std::unique_ptr<TraceLog> trace = make_trace_log(options, /*prediction=*/true);
   if (std::vector<std::string> bad = nonfinite_tensors(po.weights); !bad.empty()) {
     std::string names;
     for (size_t i = 0; i < bad.size(); ++i) names += (i ? ", " : "") + bad[i];
@@ -108,6 +111,10 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   if (options.log_placement) log_placement(config, session.partition(), batch, std::cerr);
   MetricsLog metrics(outputs.metrics, outputs.config_copy, config.resolved_yaml);
   session.start();
+  if (trace) {
+    trace->describe(session.graph(), session.partition());
+    session.workers().set_trace(trace.get());
+  }
   load_weights(session.workers(), session.graph(), po.weights);
   {
     JsonObject j;
@@ -148,6 +155,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
     metrics.write(j);
     std::cerr << "devmap: interrupted by " << signal_name(sig) << " after " << done << " of " << input.count()
               << " images; " << po.output << " was not written (a file already there is unchanged)\n";
+    finish_trace(trace.get(), std::cerr);
     return 128 + sig;
   }
   csv.commit();
@@ -163,6 +171,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
             << busy_summary(session.workers().busy()) << "\n";
   if (auto advice = split_advice(session.workers().busy())) std::cout << advice.value() << "\n";
   std::cout << "metrics: " << metrics.path() << std::endl;
+  finish_trace(trace.get(), std::cerr);
   return 0;
 }
 

@@ -7,7 +7,8 @@
 
 namespace devmap {
 
-void report_profile(const std::vector<WorkerInfo>& workers, std::ostream& table, MetricsLog& metrics) {
+void report_profile(const std::vector<WorkerInfo>& workers, const DeviceBusy& busy, std::ostream& table,
+                    MetricsLog& metrics) {
   for (const WorkerInfo& w : workers) {
     std::vector<wire::ProfileRecord> rows = w.profile;
     if (rows.empty()) continue;
@@ -32,6 +33,16 @@ void report_profile(const std::vector<WorkerInfo>& workers, std::ostream& table,
       j.add("calls", static_cast<int64_t>(r.calls)).add("total_ms", r.seconds * 1e3).add("gflop_per_s", gflops);
       metrics.write(j);
     }
+  }
+  char head[120];
+  std::snprintf(head, sizeof head, "device busy and idle (bubble) over %.3f s of step time:\n", busy.wall_seconds());
+  table << head << busy_table(busy);
+  for (const DeviceBusy::Share& s : busy.shares()) {
+    JsonObject j;
+    j.add("event", "profile_busy").add("device", s.device).add("busy_s", s.busy_seconds);
+    j.add("idle_s", std::max(0.0, busy.wall_seconds() - s.busy_seconds)).add("step_time_s", busy.wall_seconds());
+    j.add("busy_fraction", s.fraction).add("idle_fraction", 1.0 - s.fraction);
+    metrics.write(j);
   }
 }
 

@@ -1,14 +1,18 @@
 // The --profile report: per worker, per op and direction, calls, total ms,
-// share of the worker's time and GFLOP/s; as a table and as metrics lines.
+// share of the worker's time and GFLOP/s; then each device's busy and idle
+// time over the run's step time (DeviceBusy); as a table and as metrics
+// lines ("profile" and "profile_busy").
 #pragma once
 
 #include <ostream>
 
+#include "coordinator/device_busy.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/worker_group.h"
 
 namespace devmap {
 
-void report_profile(const std::vector<WorkerInfo>& workers, std::ostream& table, MetricsLog& metrics);
+void report_profile(const std::vector<WorkerInfo>& workers, const DeviceBusy& busy, std::ostream& table,
+                    MetricsLog& metrics);
 
 }  // namespace devmap

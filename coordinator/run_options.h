@@ -18,7 +18,11 @@ struct RunOptions {
   std::string worker_dir;    // where worker_cpu lives; empty: beside the coordinator
   bool log_placement = false;
   bool profile = false;  // time every op in the workers; print and log the table at the end
-  bool resume = false;   // train: continue from train.checkpoint and the training state beside it
+  // --trace FILE: the run's timeline as Chrome trace-event JSON
+  // (coordinator/trace_log.h); empty: none. --trace-steps A:B limits it.
+  std::string trace_path;
+  int64_t trace_first = 1, trace_last = 0;  // 1-based training steps; trace_last 0: to the end
+  bool resume = false;                      // train: continue from train.checkpoint and the training state beside it
   // This command line with --resume added (shell-quoted): what to run to
   // continue an interrupted run.
   std::string resume_command;

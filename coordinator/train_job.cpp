@@ -23,6 +23,7 @@
 #include "coordinator/run_outputs.h"
 #include "coordinator/session.h"
 #include "coordinator/signals.h"
+#include "coordinator/trace_log.h"
 #include "coordinator/worker_group.h"
 #include "core/process_stats.h"
 
@@ -102,7 +103,8 @@ class Trainer {
         tc_(config.train),
         outputs_(resolve_run_outputs(config, options, /*training=*/true)),
         store_(outputs_.checkpoint, config.train.keep_checkpoints),
-        lock_((check_files(), outputs_.checkpoint)) {
+        lock_((check_files(), outputs_.checkpoint)),
+        trace_(make_trace_log(options, /*prediction=*/false)) {
     image_node_ = graph_.find_role(OpRole::kImageInput);
     label_node_ = graph_.find_role(OpRole::kLabelInput);
     if (image_node_ < 0 || label_node_ < 0)
@@ -172,6 +174,7 @@ class Trainer {
       files.outputs.push_back({"train.checkpoint", c.weights});
       files.outputs.push_back({"train.checkpoint", c.state});
     }
+    if (!options_.trace_path.empty()) files.outputs.push_back({"--trace", options_.trace_path});
     check_run_files(files);
   }
 
@@ -214,6 +217,10 @@ class Trainer {
       for (const std::string& d : memory.decisions) std::cerr << "devmap: memory: " << d << "\n";
     session.start();
     WorkerGroup& group = session.workers();
+    if (trace_) {
+      trace_->describe(session.graph(), session.partition());
+      group.set_trace(trace_.get());
+    }
     write_start(session, first);
     if (first) {
       std::string where;
@@ -254,6 +261,7 @@ class Trainer {
       std::vector<double> step_seconds;
       auto epoch_start = Clock::now();
       auto step_start = epoch_start;
+      const DeviceBusy busy_before = group.busy();
       bool complete = feeder.run(
           OrderedSamples{train_, order}, tc_.batch_size, memory.split.micro, step_, wire::kTrain, epoch_steps,
           [&](int64_t i, int64_t batch, const StepResult& r, uint32_t) {
@@ -292,6 +300,7 @@ class Trainer {
       double epoch_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
       double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(samples, 1));
       bar.finish(progress_status(train_loss, samples, epoch_seconds));
+      const DeviceBusy epoch_busy = group.busy().since(busy_before);  // the training steps'
       if (!evaluate(feeder, test_, memory.eval_batch, last_eval)) {
         stopped = true;
         break;
@@ -309,6 +318,7 @@ class Trainer {
       j.add("images_per_s", static_cast<double>(samples) / epoch_seconds).add("epoch_seconds", epoch_seconds);
       j.add("median_step_ms", med * 1e3)
           .add("median_images_per_s", med > 0 ? static_cast<double>(tc_.batch_size) / med : 0.0);
+      add_busy_idle_fields(j, epoch_busy);
       metrics_->write(j);
       std::cout << "epoch " << epoch << ": train loss " << fmt("%.4f", train_loss);
       if (done_in_epoch > 0 || epoch_steps < steps_per_epoch_)
@@ -324,7 +334,7 @@ class Trainer {
     double total = std::chrono::duration<double>(Clock::now() - run_start).count();
     metrics_->begin();
     write_device_events(group, memory, *metrics_);
-    if (options_.profile) report_profile(group.workers(), std::cout, *metrics_);
+    if (options_.profile) report_profile(group.workers(), group.busy(), std::cout, *metrics_);
     const bool by_max_steps = tc_.max_steps > 0 && step_ < tc_.epochs * steps_per_epoch_;
     JsonObject done;
     done.add("event", "done").add("steps", step_).add("steps_run", step_ - start_step).add("seconds", total);
@@ -347,6 +357,7 @@ class Trainer {
     std::cout << "\n" << busy_summary(group.busy()) << "\n";
     if (auto advice = split_advice(group.busy())) std::cout << advice.value() << "\n";
     std::cout << "weights: " << store_.path() << "\nmetrics: " << metrics_->path() << std::endl;
+    finish_trace(trace_.get(), std::cerr);
     return 0;
   }
 
@@ -362,6 +373,7 @@ class Trainer {
     JsonObject j;
     j.add("event", "interrupted").add("signal", signal_name(sig)).add("step", step_);
     metrics_->write(j);
+    finish_trace(trace_.get(), std::cerr);
     std::cerr << "devmap: interrupted by " << signal_name(sig) << " at step " << step_ << "; ";
     if (saved_ || options_.resume)
       std::cerr << "the newest checkpoint is " << store_.path() << "\n"
@@ -441,7 +453,8 @@ class Trainer {
   const TrainConfig& tc_;
   RunOutputs outputs_;
   CheckpointStore store_;
-  CheckpointLock lock_;  // after the checks of check_files()
+  CheckpointLock lock_;              // after the checks of check_files()
+  std::unique_ptr<TraceLog> trace_;  // --trace, or null
   bool nonfinite_reported_ = false;
   int image_node_ = -1, label_node_ = -1;
   std::string metric_name_;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "transport/trace_wire.h"
 
 namespace devmap {
 
@@ -230,7 +231,9 @@ void WorkerGroup::start(milliseconds timeout) {
   start_timeout_ = milliseconds(0);
 }
 
-void WorkerGroup::send(const wire::Step& step) {
+void WorkerGroup::send(const wire::Step& traced_or_not) {
+  wire::Step step = traced_or_not;
+  if (trace_ && trace_->sent(step)) step.flags |= wire::kTrace;
   const bool training = (step.flags & wire::kTrain) != 0;
   const double planned = policy_.planned_seconds ? policy_.planned_seconds(step.batch, training) : 0;
   const double expected = slowness_ > 0 ? planned * slowness_ : planned;
@@ -244,6 +247,7 @@ void WorkerGroup::send(const wire::Step& step) {
 }
 
 StepResult WorkerGroup::collect() {
+  const int64_t wait_from = trace_ ? trace_now_ns() : 0;
   StepResult result;
   size_t pending = workers_.size();
   while (pending > 0) {
@@ -255,10 +259,15 @@ StepResult WorkerGroup::collect() {
     auto done = m.message.as<wire::StepDone>(/*allow_tail=*/true);
     if (done.step != pending_.step)
       fail_worker(w, "answered step " + std::to_string(done.step) + " instead of " + std::to_string(pending_.step));
-    wire::check_body_size(
-        m.message,
-        sizeof done + done.param_stats * sizeof(wire::ParamStat) + done.micro_results * sizeof(wire::MicroResult),
-        false);
+    const size_t trace_at =
+        sizeof done + done.param_stats * sizeof(wire::ParamStat) + done.micro_results * sizeof(wire::MicroResult);
+    if (done.trace_bytes > 0 && !(trace_ && (pending_.flags & wire::kTrace)))
+      fail_worker(w, "sent trace events that were not asked for");
+    if (done.trace_bytes > m.message.body.size()) fail_worker(w, "sent a STEP_DONE shorter than its trace events");
+    wire::check_body_size(m.message, trace_at + done.trace_bytes, false);
+    if (done.trace_bytes > 0)
+      trace_->add_worker(w.device(), pending_,
+                         wire::decode_trace_events(std::string_view(m.message.body).substr(trace_at)));
     w.result_pending = false;
     w.busy = false;
     if (policy_.planned_seconds) {
@@ -285,6 +294,7 @@ StepResult WorkerGroup::collect() {
     }
   }
   busy_.add_step(std::chrono::duration<double>(Clock::now() - pending_sent_).count());
+  if (trace_ && (pending_.flags & wire::kTrace)) trace_->add_coordinator("wait", wait_from, trace_now_ns(), pending_);
   return result;
 }
 

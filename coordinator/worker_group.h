@@ -26,6 +26,7 @@
 
 #include "coordinator/device_busy.h"
 #include "coordinator/run_resources.h"
+#include "coordinator/trace_log.h"
 #include "coordinator/worker_process.h"
 #include "core/worker_plan.h"
 #include "transport/control_channel.h"
@@ -92,6 +93,11 @@ class WorkerGroup {
   StepResult collect();
   // Each device's busy time over the steps collected so far.
   const DeviceBusy& busy() const { return busy_; }
+  // Records the steps `trace` covers (--trace): send() asks the workers for
+  // their timeline, collect() hands it over with the coordinator's wait.
+  // Null: none (the default).
+  void set_trace(TraceLog* trace) { trace_ = trace; }
+  TraceLog* trace() const { return trace_; }
 
   // Sends each listed worker its frame and waits until each has answered
   // with `reply` (a worker's ERROR or death ends the wait with an Error);
@@ -120,6 +126,7 @@ class WorkerGroup {
   wire::Step pending_{};  // the step in flight (step -1: none yet)
   std::chrono::steady_clock::time_point pending_sent_;
   DeviceBusy busy_;
+  TraceLog* trace_ = nullptr;
   zmq::context_t ctx_;
   std::unique_ptr<ControlServer> server_;
   std::vector<std::unique_ptr<Worker>> workers_;

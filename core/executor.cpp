@@ -268,6 +268,25 @@ void Executor::run_segment(bool backward, int segment, int64_t batch, const Step
   if (!backward && segment + 1 == static_cast<int>(segs.size())) copy_staged_outputs(batch);
 }
 
+TraceKind Executor::trace_kind(InstrKind kind) {
+  switch (kind) {
+    case InstrKind::kForward: return TraceKind::kForward;
+    case InstrKind::kBackward: return TraceKind::kBackward;
+    case InstrKind::kSumGrads: return TraceKind::kSumGrads;
+    case InstrKind::kSend: return TraceKind::kSend;
+    case InstrKind::kRecv: return TraceKind::kRecv;
+  }
+  return TraceKind::kForward;
+}
+
+void Executor::trace_slot_wait(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to,
+                               int edge, const StepInfo& info) {
+  auto ns = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
+  trace_->add(TraceEvent{ns(from), ns(to), info.step, info.micro, edge, TraceKind::kSlotWait});
+}
+
 void Executor::enable_profile() {
   profiling_ = true;
   timer_ = memory_->make_timer();
@@ -283,6 +302,7 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
     const Instr& ins = instrs[static_cast<size_t>(k)];
     running_.store(static_cast<int64_t>(ins.kind) << 32 | static_cast<uint32_t>(ins.node), std::memory_order_relaxed);
     auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const int64_t trace_t0 = trace_ ? trace_now_ns() : 0;
     const bool device_timed = profiling_ && timer_ && ins.kind != InstrKind::kSend && ins.kind != InstrKind::kRecv;
     const int interval = device_timed ? timer_->start() : -1;
     // On a host device a tensor that leaves it is written straight into a slot.
@@ -293,7 +313,9 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
         const auto w0 = std::chrono::steady_clock::now();
         bound_[static_cast<size_t>(t)] =
             channel_->acquire(e, info.step, tensor_shape(t, batch).numel() * 4, info.micro);
-        wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+        const auto w1 = std::chrono::steady_clock::now();
+        wait_seconds_ += std::chrono::duration<double>(w1 - w0).count();
+        if (trace_) trace_slot_wait(w0, w1, e, info);
       }
     }
     switch (ins.kind) {
@@ -322,7 +344,9 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
           size_t bytes = tensor_shape(t, batch).numel() * sizeof(float);
           const auto w0 = std::chrono::steady_clock::now();
           float* slot = channel_->acquire(ins.node, info.step, bytes, info.micro);
-          wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+          const auto w1 = std::chrono::steady_clock::now();
+          wait_seconds_ += std::chrono::duration<double>(w1 - w0).count();
+          if (trace_) trace_slot_wait(w0, w1, ins.node, info);
           memory_->copy_to_host(slot, buffers_[static_cast<size_t>(t)].data(), bytes);
         }
         channel_->send(ins.node, info.step, info.micro);
@@ -342,6 +366,8 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
       }
     }
     if (interval >= 0) timer_->stop(interval);
+    if (trace_)
+      trace_->add(TraceEvent{trace_t0, trace_now_ns(), info.step, info.micro, ins.node, trace_kind(ins.kind)});
     if (profiling_)
       timed_.push_back(
           Timed{&ins, interval, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
@@ -449,6 +475,7 @@ void Executor::finish_micro(const StepInfo& info) {
 void Executor::apply_optimizer(int64_t step) {
   assert(optimizer_);
   auto t0 = std::chrono::steady_clock::now();
+  const int64_t trace_t0 = trace_ ? trace_now_ns() : 0;
   if (profiling_ && timer_) timer_->clear();
   const int interval = profiling_ && timer_ ? timer_->start() : -1;
   std::vector<TensorView> state;
@@ -456,6 +483,10 @@ void Executor::apply_optimizer(int64_t step) {
     state.clear();
     for (DeviceBuffer& s : p.state) state.push_back(s.view(p.spec.shape));
     optimizer_->update(p.value_view(), p.grad_view(), state, step, *pool_);
+  }
+  if (trace_) {
+    memory_->synchronize();  // the update's time on the device, not its enqueueing
+    trace_->add(TraceEvent{trace_t0, trace_now_ns(), step - 1, -1, -1, TraceKind::kOptimizer});
   }
   if (!profiling_) return;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,6 +28,7 @@
 #include "core/pipeline_schedule.h"
 #include "core/profile.h"
 #include "core/program.h"
+#include "core/trace.h"
 
 namespace devmap {
 
@@ -111,6 +113,9 @@ class Executor {
   // sends and receives always by the host's clock (they include the wait).
   void enable_profile();
   const Profile& profile() const { return profile_; }
+  // Records every instruction, slot wait and optimizer update into `trace`
+  // from now on (null: stop); the caller owns it (--trace).
+  void set_trace(TraceBuffer* trace) { trace_ = trace; }
   // Seconds spent waiting for other devices (a tensor to receive, a free
   // slot to send into) since the last call; the rest of a step is the
   // device's own work.
@@ -154,6 +159,9 @@ class Executor {
   void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
   void record(const Instr& ins, int64_t batch, double seconds);
   void record_pass(int64_t batch);
+  static TraceKind trace_kind(InstrKind kind);
+  void trace_slot_wait(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to, int edge,
+                       const StepInfo& info);
 
   const Graph& graph_;
   Program program_;
@@ -166,6 +174,7 @@ class Executor {
   Channel* channel_ = nullptr;
   bool owns_loss_ = false;
   bool profiling_ = false;
+  TraceBuffer* trace_ = nullptr;
   double wait_seconds_ = 0;
   Profile profile_;
   std::unique_ptr<DeviceTimer> timer_;  // device time (--profile on a GPU), or null

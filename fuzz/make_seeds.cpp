@@ -4,6 +4,8 @@
 // them out, each wire message as the senders frame it, and the worker
 // plans of the example configs. scripts/fuzz.sh runs it when a target's
 // corpus folder is missing.
+#include <cstddef>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -15,6 +17,7 @@
 #include "core/worker_plan.h"
 #include "fuzz/config_planner.h"
 #include "transport/params_io.h"
+#include "transport/trace_wire.h"
 #include "transport/wire.h"
 
 namespace fs = std::filesystem;
@@ -58,7 +61,7 @@ void wire_seeds(const std::string& plan) {
   wire::copy_name(ready.runtime, "OpenBLAS 0.3.21");
   write("wire_message", "ready", wire::frame(wire::MsgType::kReady, ready));
   write("wire_message", "step", wire::frame(wire::MsgType::kStep, wire::Step{3, 64, 0, 64, 1, wire::kTrain, 0, 0}));
-  wire::StepDone done{3, 2.3f, 0.1f, 0.01, 2, 0};
+  wire::StepDone done{3, 2.3f, 0.1f, 0.01, 2, 0, 0, 0};
   std::string body(reinterpret_cast<const char*>(&done), sizeof done);
   for (const char* name : {"fc1.weight", "fc1.bias"}) {
     wire::ParamStat st{{}, 1.f, 0.1f, 3.f, 0};
@@ -66,6 +69,16 @@ void wire_seeds(const std::string& plan) {
     body.append(reinterpret_cast<const char*>(&st), sizeof st);
   }
   write("wire_message", "step_done", wire::frame(wire::MsgType::kStepDone, std::string_view(body)));
+  {
+    // A traced step: no ParamStats, a trace-event tail.
+    std::string tail;
+    wire::encode_trace_events(
+        {TraceEvent{100, 900, 3, -1, -1, TraceKind::kStep}, TraceEvent{200, 300, 3, 1, 4, TraceKind::kForward}}, tail);
+    const wire::StepDone traced{3, 2.3f, 0.1f, 0.01, 0.002, 0, 0, tail.size()};
+    std::string traced_body(reinterpret_cast<const char*>(&traced), sizeof traced);
+    write("wire_message", "step_done_traced",
+          wire::frame(wire::MsgType::kStepDone, std::string_view(traced_body + tail)));
+  }
   write("wire_message", "error", wire::frame(wire::MsgType::kError, std::string_view("worker cpu:1 failed")));
   write("wire_message", "shutdown", wire::frame(wire::MsgType::kShutdown, std::string_view()));
   wire::Bye bye{};

@@ -18,7 +18,7 @@ namespace devmap::wire {
 constexpr uint32_t kMagic = 0x50414d44;  // "DMAP" little-endian
 // Bumped whenever a message's layout or meaning changes; HELLO carries it
 // and a mismatch ends the handshake with an error.
-constexpr uint32_t kProtocolVersion = 4;
+constexpr uint32_t kProtocolVersion = 5;
 
 enum class MsgType : uint32_t {
   kHello = 1,     // worker -> coordinator: Hello
@@ -70,6 +70,7 @@ enum StepFlags : uint32_t {
   kParamStats = 1u << 1,  // append a ParamStat per parameter to StepDone
   kAccumulate = 1u << 2,  // training micro-batch after the first: add to the step's parameter gradients
   kNoUpdate = 1u << 3,    // training micro-batch before the last: no optimizer update yet
+  kTrace = 1u << 4,       // record this step's timeline and send it in StepDone's tail (--trace)
 };
 
 struct Step {
@@ -99,13 +100,16 @@ struct StepDone {
   // MicroResult entries that follow the ParamStats: a round of evaluation or
   // prediction batches reports each batch's loss and metric.
   uint32_t micro_results;
+  // Bytes after the MicroResults: the step's trace events (kTrace), encoded
+  // by transport/trace_wire.h; 0 when not traced.
+  uint64_t trace_bytes;
 };
 
 struct MicroResult {
   float loss, metric;
 };
 static_assert(sizeof(MicroResult) == 8 && std::is_trivially_copyable_v<MicroResult>);
-static_assert(sizeof(StepDone) == 40 && std::is_trivially_copyable_v<StepDone>);
+static_assert(sizeof(StepDone) == 48 && std::is_trivially_copyable_v<StepDone>);
 
 struct ParamStat {
   char name[48];  // "conv1.weight", NUL-terminated (truncated if longer)

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include "transport/edge_plan.h"
 #include "transport/params_io.h"
 #include "transport/shm_segment.h"
+#include "transport/trace_wire.h"
 #include "worker/watchdog.h"
 
 namespace devmap {
@@ -247,6 +249,12 @@ class Worker {
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
     const bool train = (s.flags & wire::kTrain) != 0;
     const bool update = train && (s.flags & wire::kNoUpdate) == 0;
+    const bool traced = (s.flags & wire::kTrace) != 0;
+    if (traced) {
+      if (trace_.capacity() == 0) trace_.reserve(size_t{1} << 14);  // once: no growth in steps like this one
+      trace_.clear();
+      exec_->set_trace(&trace_);
+    }
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::vector<float>> before;
     // Statistics describe the step's update: taken on its last micro-batch.
@@ -261,7 +269,8 @@ class Worker {
     else
       micro = run_round(s, done);
     if (update) exec_->apply_optimizer(s.step + 1);
-    done.compute_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto t1 = std::chrono::steady_clock::now();
+    done.compute_seconds = std::chrono::duration<double>(t1 - t0).count();
     done.wait_seconds = exec_->take_wait_seconds();
     if (stats) done.param_stats = static_cast<uint32_t>(exec_->parameters().size());
     if (!train) done.micro_results = static_cast<uint32_t>(micro.size());
@@ -287,6 +296,18 @@ class Worker {
       }
     }
     if (!train) body.append(reinterpret_cast<const char*>(micro.data()), micro.size() * sizeof(wire::MicroResult));
+    if (traced) {
+      exec_->set_trace(nullptr);
+      // The step's slice ends where its work ends (as compute_seconds does).
+      auto ns = [](std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+      };
+      trace_.add(TraceEvent{ns(t0), ns(t1), s.step, -1, -1, TraceKind::kStep});
+      const size_t before_trace = body.size();
+      wire::encode_trace_events(trace_.events(), body);
+      const uint64_t trace_bytes = body.size() - before_trace;
+      std::memcpy(body.data() + offsetof(wire::StepDone, trace_bytes), &trace_bytes, sizeof trace_bytes);
+    }
     return wire::frame(wire::MsgType::kStepDone, std::string_view(body));
   }
 
@@ -390,6 +411,7 @@ class Worker {
   std::unique_ptr<Executor> exec_;
   int loss_node_ = -1, metric_node_ = -1;
   int64_t fail_at_step_ = -1, hang_at_step_ = -1;
+  TraceBuffer trace_;  // the traced step's timeline, reused step after step (storage made at the first)
 };
 
 void serve(const Args& args, const WorkerRuntime& rt) {

@@ -54,5 +54,29 @@ TEST(DeviceBusy, AdviceWhenEveryDeviceOfASplitIdlesMoreThanHalf) {
       << "docs/CONFIG.md should quote: " << *split_advice(busy);
 }
 
+TEST(DeviceBusy, SinceAnEarlierCopyIsWhatWasAddedAfterIt) {
+  DeviceBusy busy;
+  busy.add_work("cpu:0", 0.030, 0.010);
+  busy.add_step(0.040);
+  const DeviceBusy before = busy;
+  busy.add_work("cpu:0", 0.040, 0.010);  // 30 ms of work in 50 ms
+  busy.add_work("cpu:1", 0.020, 0.015);  // a device first seen after the copy: 5 ms
+  busy.add_step(0.050);
+  const DeviceBusy epoch = busy.since(before);
+  EXPECT_NEAR(epoch.wall_seconds(), 0.050, 1e-12);
+  const std::vector<DeviceBusy::Share> s = epoch.shares();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_NEAR(s[0].busy_seconds, 0.030, 1e-12);
+  EXPECT_NEAR(s[0].fraction, 0.6, 1e-12);
+  EXPECT_NEAR(s[1].fraction, 0.1, 1e-12);
+  // The epoch event's fields: busy and idle fractions that add up to one.
+  JsonObject line;
+  add_busy_idle_fields(line, epoch);
+  EXPECT_EQ(line.str(), R"({"device_busy":{"cpu:0":0.6,"cpu:1":0.1},"device_idle":{"cpu:0":0.4,"cpu:1":0.9}})");
+  // --profile's lines: seconds and percentages of both.
+  const std::string table = busy_table(epoch);
+  EXPECT_NE(table.find("cpu:0    busy     0.030 s ( 60.0%)   idle     0.020 s ( 40.0%)"), std::string::npos) << table;
+}
+
 }  // namespace
 }  // namespace devmap
