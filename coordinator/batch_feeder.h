@@ -140,65 +140,60 @@ class BatchFeeder {
     int64_t batches = (count + batch_size - 1) / batch_size;
     if (max_batches >= 0) batches = std::min(batches, max_batches);
     if (batches == 0) return true;
-    // Round r: training, step r; otherwise batches [r * round, ...).
+    // Round r: training, step r; otherwise batches [r * round, ...). Its
+    // STEP says how many samples in how many micro-batches, and
+    // wire::round_sizes() what each holds, here and in every worker.
     const int64_t rounds = train ? batches : (batches + round - 1) / round;
     struct Round {
-      int64_t first = 0, samples = 0;  // samples [first, first + samples) of the source
-      std::vector<int64_t> sizes;      // its micro-batches (training) or batches
+      int64_t first = 0;           // its samples start at first in the source
+      wire::Step step{};           // but for the slot
+      std::vector<int64_t> sizes;  // its micro-batches (training) or batches
     };
     auto round_of = [&](int64_t r) {
       Round out;
+      wire::Step& s = out.step;
+      s.step = train ? first_step + r : r;
+      s.flags = flags;
+      if (train && r == 0 && first_step == 0) s.flags |= extra_first_flags_;
       if (train) {
         out.first = r * batch_size;
-        out.samples = std::min(batch_size, count - out.first);
-        out.sizes = split_evenly(out.samples, (out.samples + micro - 1) / micro);
+        s.batch_total = std::min(batch_size, count - out.first);
+        s.micro_batches = static_cast<uint32_t>((s.batch_total + micro - 1) / micro);
+        s.batch = (s.batch_total + s.micro_batches - 1) / s.micro_batches;
       } else {
         out.first = r * round * batch_size;
-        const int64_t last = std::min(batches, (r + 1) * round) * batch_size;
-        out.samples = std::min(last, count) - out.first;
-        for (int64_t left = out.samples; left > 0; left -= batch_size) out.sizes.push_back(std::min(left, batch_size));
+        s.batch_total = std::min(std::min(batches, (r + 1) * round) * batch_size, count) - out.first;
+        s.batch = batch_size;
+        s.micro_batches = static_cast<uint32_t>((s.batch_total + batch_size - 1) / batch_size);
       }
+      out.sizes = wire::round_sizes(s);
       return out;
     };
     auto fill_round = [&](const Round& rd, uint32_t base) {
+      const int64_t t0 = feed_started(rd.step);
       int64_t at = rd.first;
       for (size_t m = 0; m < rd.sizes.size(); ++m) {
         fill(source, base + static_cast<int64_t>(m), Unit{0, at, rd.sizes[m]});
         at += rd.sizes[m];
       }
-    };
-    auto step_of = [&](int64_t r) {
-      wire::Step s{};
-      s.step = train ? first_step + r : r;
-      s.flags = flags;
-      return s;
+      feed_done(t0, rd.step);
     };
     Round next = round_of(0);
-    int64_t t0 = feed_started(step_of(0));
     fill_round(next, 0);
-    feed_done(t0, step_of(0));
     for (int64_t r = 0; r < rounds; ++r) {
       if (interrupted()) return false;
       const Round rd = next;
       const uint32_t base = static_cast<uint32_t>((r % 2) * round);
-      wire::Step s{};
-      s.step = train ? first_step + r : r;
-      s.batch = train ? rd.sizes.front() : batch_size;
-      s.batch_total = rd.samples;
+      wire::Step s = rd.step;
       s.slot = base;
-      s.flags = flags;
-      if (train && r == 0 && first_step == 0) s.flags |= extra_first_flags_;
-      s.micro_batches = static_cast<uint32_t>(rd.sizes.size());
       group_.send(s);
       if (r + 1 < rounds) {
         next = round_of(r + 1);
-        t0 = feed_started(step_of(r + 1));
         fill_round(next, static_cast<uint32_t>(((r + 1) % 2) * round));
-        feed_done(t0, step_of(r + 1));
       }
       StepResult res = group_.collect();
       if (train) {
-        on_done(r, rd.samples, res, base);
+        on_done(r, s.batch_total, res, base);
         continue;
       }
       for (size_t k = 0; k < rd.sizes.size(); ++k) {

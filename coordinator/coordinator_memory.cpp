@@ -9,15 +9,10 @@
 namespace devmap {
 
 std::string CoordinatorMemory::parts() const {
-  std::string s;
-  auto add = [&](const char* what, uint64_t bytes) {
-    if (bytes) s += (s.empty() ? "" : ", ") + std::string(what) + " " + format_bytes(bytes);
-  };
-  add("training and test sets", datasets);
-  add("input reader", input_reader);
-  add("input slots", input_slots);
-  add("output slots", output_slots);
-  return s;
+  return format_byte_parts({{"training and test sets", datasets},
+                            {"input reader", input_reader},
+                            {"input slots", input_slots},
+                            {"output slots", output_slots}});
 }
 
 std::string coordinator_memory_json(const CoordinatorMemory& m) {

@@ -72,6 +72,11 @@ std::string busy_table(const DeviceBusy& busy) {
   return out;
 }
 
+void print_busy(const DeviceBusy& busy, std::ostream& os) {
+  os << busy_summary(busy) << "\n";
+  if (auto advice = split_advice(busy)) os << *advice << "\n";
+}
+
 std::optional<std::string> split_advice(const DeviceBusy& busy) {
   const std::vector<DeviceBusy::Share> shares = busy.shares();
   if (shares.size() < 2) return std::nullopt;

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -55,5 +56,7 @@ std::string busy_table(const DeviceBusy& busy);
 // When several devices worked and every one was idle more than half the
 // time: a sentence that says so and what to do; otherwise nothing.
 std::optional<std::string> split_advice(const DeviceBusy& busy);
+// The end-of-run lines: busy_summary, then split_advice when there is one.
+void print_busy(const DeviceBusy& busy, std::ostream& os);
 
 }  // namespace devmap

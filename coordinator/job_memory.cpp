@@ -129,4 +129,17 @@ JobMemory plan_job_memory(const PlanInputs& inputs, int64_t batch, int64_t eval_
   return m;
 }
 
+JobMemory plan_run_memory(const Config& config, const PlanInputs& inputs, int64_t batch, int64_t eval_batch,
+                          const std::vector<int>& outputs) {
+  JobMemory m =
+      config.train.micro_batches > 1
+          ? plan_pipelined_memory(inputs, batch, eval_batch,
+                                  PipelineRequest{config.train.pipeline, static_cast<int>(config.train.micro_batches)},
+                                  config.path)
+          : plan_job_memory(inputs, batch, eval_batch, config.path);
+  attach_coordinator_memory(config, *inputs.graph, inputs.program->loss_node >= 0, outputs, m);
+  attach_shared_memory(config, *inputs.partition, m);
+  return m;
+}
+
 }  // namespace devmap

@@ -65,4 +65,11 @@ void attach_coordinator_memory(const Config& config, const Graph& graph, bool tr
 // check_shared_memory does, before a run creates its segments.
 void attach_shared_memory(const Config& config, const Partition& partition, JobMemory& memory);
 
+// A run's whole plan, as `coordinator plan` shows it and a session runs it:
+// the devices' memory (pipelined when train.pipeline.micro_batches > 1,
+// else plan_job_memory), then the coordinator's and the shared memory.
+// `outputs`: the ops the coordinator reads back.
+JobMemory plan_run_memory(const Config& config, const PlanInputs& inputs, int64_t batch, int64_t eval_batch,
+                          const std::vector<int>& outputs);
+
 }  // namespace devmap

@@ -22,14 +22,7 @@ int run_plan(const Config& config, const PlanOptions& options) {
     batch = training ? config.train.batch_size
                      : (config.predict.batch > 0 ? config.predict.batch : config.train.eval_batch_size);
   const int64_t eval_batch = training ? config.train.eval_batch_size : 0;
-  JobMemory memory =
-      config.train.micro_batches > 1
-          ? plan_pipelined_memory(inputs, batch, eval_batch,
-                                  PipelineRequest{config.train.pipeline, static_cast<int>(config.train.micro_batches)},
-                                  config.path)
-          : plan_job_memory(inputs, batch, eval_batch, config.path);
-  attach_coordinator_memory(config, graph, training, outputs, memory);
-  attach_shared_memory(config, partition, memory);
+  JobMemory memory = plan_run_memory(config, inputs, batch, eval_batch, outputs);
   PlanReportInfo info{config.path, training ? "train" : "predict", &partition};
   if (options.json)
     std::cout << memory_plan_json(info, memory, graph) << "\n";

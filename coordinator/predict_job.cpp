@@ -5,7 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iomanip>
 #include <iostream>
 
 #include "coordinator/atomic_file.h"
@@ -166,10 +165,10 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   add_busy_fields(j, session.workers().busy());
   j.add("coordinator_vm_hwm_bytes", static_cast<int64_t>(read_vm_hwm_bytes()));
   metrics.write(j);
-  std::cout << "wrote " << done << " predictions to " << po.output << " in " << std::fixed << std::setprecision(1)
-            << secs << " s (" << std::setprecision(0) << static_cast<double>(done) / secs << " images/s)\n"
-            << busy_summary(session.workers().busy()) << "\n";
-  if (auto advice = split_advice(session.workers().busy())) std::cout << advice.value() << "\n";
+  char took[64];
+  std::snprintf(took, sizeof took, " in %.1f s (%.0f images/s)\n", secs, static_cast<double>(done) / secs);
+  std::cout << "wrote " << done << " predictions to " << po.output << took;
+  print_busy(session.workers().busy(), std::cout);
   std::cout << "metrics: " << metrics.path() << std::endl;
   finish_trace(trace.get(), std::cerr);
   return 0;

@@ -104,14 +104,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
       partition_(partition_program(graph_, program_)),
       plan_inputs_(plan_inputs(config, graph_, program_, partition_, external_ops(graph_, outputs))),
       memory_([&] {
-        JobMemory m =
-            config.train.micro_batches > 1
-                ? plan_pipelined_memory(
-                      plan_inputs_, batch, eval_batch,
-                      PipelineRequest{config.train.pipeline, static_cast<int>(config.train.micro_batches)}, config.path)
-                : plan_job_memory(plan_inputs_, batch, eval_batch, config.path);
-        attach_coordinator_memory(config, graph_, training, outputs, m);
-        attach_shared_memory(config, partition_, m);
+        JobMemory m = plan_run_memory(config, plan_inputs_, batch, eval_batch, outputs);
         check_shared_memory(m.shared, config.path);
         return m;
       }()),

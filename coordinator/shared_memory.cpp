@@ -10,14 +10,8 @@
 namespace devmap {
 
 std::string SharedMemoryPlan::parts() const {
-  std::string s;
-  auto add = [&](const char* what, uint64_t bytes) {
-    if (bytes) s += (s.empty() ? "" : ", ") + std::string(what) + " " + format_bytes(bytes);
-  };
-  add("input slots", input_slots);
-  add("output slots", output_slots);
-  add("edge slot rings", edge_rings);
-  return s;
+  return format_byte_parts(
+      {{"input slots", input_slots}, {"output slots", output_slots}, {"edge slot rings", edge_rings}});
 }
 
 int64_t shared_memory_free(const std::string& dir) {

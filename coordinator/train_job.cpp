@@ -354,8 +354,8 @@ class Trainer {
     if (by_max_steps)
       std::cout << "; stopped by train.max_steps " << tc_.max_steps << " (" << tc_.epochs << " epochs would be "
                 << tc_.epochs * steps_per_epoch_ << " steps)";
-    std::cout << "\n" << busy_summary(group.busy()) << "\n";
-    if (auto advice = split_advice(group.busy())) std::cout << advice.value() << "\n";
+    std::cout << "\n";
+    print_busy(group.busy(), std::cout);
     std::cout << "weights: " << store_.path() << "\nmetrics: " << metrics_->path() << std::endl;
     finish_trace(trace_.get(), std::cerr);
     return 0;

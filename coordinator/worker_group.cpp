@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "transport/trace_wire.h"
+#include "transport/step_report.h"
 
 namespace devmap {
 
@@ -256,18 +256,18 @@ StepResult WorkerGroup::collect() {
     Worker& w = by_peer(m.peer);
     if (m.message.type != wire::MsgType::kStepDone || !w.result_pending)
       fail_worker(w, std::string("sent an unexpected ") + wire::msg_type_name(m.message.type));
-    auto done = m.message.as<wire::StepDone>(/*allow_tail=*/true);
+    wire::StepReport report;
+    try {
+      report = wire::decode_step_done(m.message);
+    } catch (const Error& e) {
+      fail_worker(w, std::string("sent a malformed STEP_DONE: ") + e.what());
+    }
+    const wire::StepDone& done = report.done;
     if (done.step != pending_.step)
       fail_worker(w, "answered step " + std::to_string(done.step) + " instead of " + std::to_string(pending_.step));
-    const size_t trace_at =
-        sizeof done + done.param_stats * sizeof(wire::ParamStat) + done.micro_results * sizeof(wire::MicroResult);
     if (done.trace_bytes > 0 && !(trace_ && (pending_.flags & wire::kTrace)))
       fail_worker(w, "sent trace events that were not asked for");
-    if (done.trace_bytes > m.message.body.size()) fail_worker(w, "sent a STEP_DONE shorter than its trace events");
-    wire::check_body_size(m.message, trace_at + done.trace_bytes, false);
-    if (done.trace_bytes > 0)
-      trace_->add_worker(w.device(), pending_,
-                         wire::decode_trace_events(std::string_view(m.message.body).substr(trace_at)));
+    if (done.trace_bytes > 0) trace_->add_worker(w.device(), pending_, std::move(report.trace));
     w.result_pending = false;
     w.busy = false;
     if (policy_.planned_seconds) {
@@ -279,18 +279,11 @@ StepResult WorkerGroup::collect() {
     result.metric += done.metric;
     result.compute_seconds = std::max(result.compute_seconds, done.compute_seconds);
     busy_.add_work(w.device(), done.compute_seconds, done.wait_seconds);
-    for (uint32_t i = 0; i < done.param_stats; ++i) {
-      wire::ParamStat st;
-      std::memcpy(&st, m.message.body.data() + sizeof done + i * sizeof st, sizeof st);
-      result.param_stats.push_back(st);
-    }
-    if (done.micro_results > 0 && result.micro.size() < done.micro_results) result.micro.resize(done.micro_results);
-    for (uint32_t i = 0; i < done.micro_results; ++i) {
-      wire::MicroResult mr;
-      std::memcpy(&mr, m.message.body.data() + sizeof done + done.param_stats * sizeof(wire::ParamStat) + i * sizeof mr,
-                  sizeof mr);
-      result.micro[i].loss += mr.loss;
-      result.micro[i].metric += mr.metric;
+    result.param_stats.insert(result.param_stats.end(), report.param_stats.begin(), report.param_stats.end());
+    if (result.micro.size() < report.micro.size()) result.micro.resize(report.micro.size());
+    for (size_t i = 0; i < report.micro.size(); ++i) {
+      result.micro[i].loss += report.micro[i].loss;
+      result.micro[i].metric += report.micro[i].metric;
     }
   }
   busy_.add_step(std::chrono::duration<double>(Clock::now() - pending_sent_).count());

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 namespace devmap {
 
@@ -19,6 +21,15 @@ inline std::string format_bytes(uint64_t bytes) {
   else
     std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024.0 * 1024.0));
   return buf;
+}
+
+// "parameters 12.25 MiB, gradients 12.25 MiB": the named parts that are not
+// zero, in order.
+inline std::string format_byte_parts(std::initializer_list<std::pair<const char*, uint64_t>> parts) {
+  std::string s;
+  for (const auto& [what, bytes] : parts)
+    if (bytes) s += (s.empty() ? "" : ", ") + std::string(what) + " " + format_bytes(bytes);
+  return s;
 }
 
 }  // namespace devmap

@@ -144,20 +144,17 @@ namespace {
 // memory_limit is 64.00 MiB: move dense1 to another device or raise ...".
 [[noreturn]] void impossible(const DeviceMemoryPlan& d) {
   const OpMemory* big = d.largest_op();
-  std::string parts;
-  auto part = [&](const char* what, uint64_t b) {
-    if (b) parts += (parts.empty() ? "" : ", ") + std::string(what) + " " + format_bytes(b);
-  };
   std::string msg = d.device + " needs " + format_bytes(d.total()) + " at a batch of 1";
   if (big) {
-    part("parameters", big->params);
-    part("gradients", big->grads);
-    part("optimizer state", big->optimizer_state);
-    part("activations", big->activations);
-    part("activation gradients", big->activation_grads);
-    part("staging", big->staging);
-    part("workspace", big->workspace);
-    msg += ", most of it for " + big->op + " (" + parts + ")";
+    msg += ", most of it for " + big->op + " (" +
+           format_byte_parts({{"parameters", big->params},
+                              {"gradients", big->grads},
+                              {"optimizer state", big->optimizer_state},
+                              {"activations", big->activations},
+                              {"activation gradients", big->activation_grads},
+                              {"staging", big->staging},
+                              {"workspace", big->workspace}}) +
+           ")";
   }
   if (d.transport) msg += ", plus " + format_bytes(d.transport) + " of transport slots";
   if (d.library) msg += ", plus " + format_bytes(d.library) + " of cuBLAS workspace";

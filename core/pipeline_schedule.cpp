@@ -99,6 +99,7 @@ class Simulation {
         SimAction& n = nodes_[static_cast<size_t>(a)];
         n.finish = now + n.cost;
         running[static_cast<size_t>(d)] = a;
+        ++next_micro_[static_cast<size_t>(d)][n.backward ? 1 : 0][static_cast<size_t>(n.segment)];
         last_forward[static_cast<size_t>(d)] = !n.backward;
         out.busy[static_cast<size_t>(d)] += n.cost;
         for (int e : n.sends) {
@@ -135,6 +136,8 @@ class Simulation {
         SimAction& n = nodes_[static_cast<size_t>(a)];
         n.done = true;
         ++done;
+        --micro_left_[static_cast<size_t>(n.micro)];
+        if (!n.backward) --forwards_left_[static_cast<size_t>(d)];
         running[static_cast<size_t>(d)] = -1;
         if (!n.last_of_micro) continue;
         --live[static_cast<size_t>(d)];
@@ -210,6 +213,17 @@ class Simulation {
           }
       }
     }
+    next_micro_.resize(static_cast<size_t>(nd));
+    for (int d = 0; d < nd; ++d) {
+      next_micro_[static_cast<size_t>(d)][0].assign(fwd_[static_cast<size_t>(d)].size(), 0);
+      next_micro_[static_cast<size_t>(d)][1].assign(bwd_[static_cast<size_t>(d)].size(), 0);
+    }
+    micro_left_.assign(static_cast<size_t>(mb), 0);
+    forwards_left_.assign(static_cast<size_t>(nd), 0);
+    for (const SimAction& n : nodes_) {
+      ++micro_left_[static_cast<size_t>(n.micro)];
+      if (!n.backward) ++forwards_left_[static_cast<size_t>(n.device)];
+    }
     // Dependencies.
     for (int d = 0; d < nd; ++d) {
       const DeviceProgram& dp = part_.programs[static_cast<size_t>(d)];
@@ -275,15 +289,8 @@ class Simulation {
     switch (r_.kind) {
       case PipelineKind::kNone:
         // Micro-batch m waits until m-1 has finished everywhere.
-        if (n.micro > 0)
-          for (const SimAction& o : nodes_)
-            if (o.micro == n.micro - 1 && !o.done) return false;
-        return true;
-      case PipelineKind::kGpipe:
-        if (n.backward)
-          for (const SimAction& o : nodes_)
-            if (o.device == n.device && !o.backward && !o.done) return false;
-        return true;
+        return n.micro == 0 || micro_left_[static_cast<size_t>(n.micro - 1)] == 0;
+      case PipelineKind::kGpipe: return !n.backward || forwards_left_[static_cast<size_t>(n.device)] == 0;
       case PipelineKind::k1f1b: return !n.first_of_micro || live < limit_[static_cast<size_t>(n.device)];
     }
     return true;
@@ -308,10 +315,18 @@ class Simulation {
       if (a.backward != b.backward) return b.backward;
       return a.segment < b.segment;
     };
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      const SimAction& n = nodes_[i];
-      if (n.device != d || n.finish >= 0 || !ready(n) || !admissible(n, live) || !slots_free(n, held)) continue;
-      if (best < 0 || better(n, nodes_[static_cast<size_t>(best)])) best = static_cast<int>(i);
+    // Each segment runs its micro-batches in order (a dependency), so the
+    // candidates are every segment's first action not yet started.
+    for (int pass = 0; pass < 2; ++pass) {
+      const size_t segments = (pass ? bwd_ : fwd_)[static_cast<size_t>(d)].size();
+      for (size_t seg = 0; seg < segments; ++seg) {
+        const int m = next_micro_[static_cast<size_t>(d)][static_cast<size_t>(pass)][seg];
+        if (m >= r_.micro_batches) continue;
+        const int i = index(d, pass == 1, static_cast<int>(seg), m);
+        const SimAction& n = nodes_[static_cast<size_t>(i)];
+        if (!ready(n) || !admissible(n, live) || !slots_free(n, held)) continue;
+        if (best < 0 || better(n, nodes_[static_cast<size_t>(best)])) best = i;
+      }
     }
     return best;
   }
@@ -340,6 +355,11 @@ class Simulation {
   std::vector<std::array<int, 2>> base_;
   std::vector<std::vector<int>> recv_edges_;  // per device
   std::vector<int> limit_;
+  // Per device, pass (0 forward, 1 backward) and segment: the first
+  // micro-batch not yet started.
+  std::vector<std::array<std::vector<int>, 2>> next_micro_;
+  std::vector<int> micro_left_;     // per micro-batch: actions not yet done (none: lock-step)
+  std::vector<int> forwards_left_;  // per device: forward actions not yet done (gpipe)
 };
 
 }  // namespace

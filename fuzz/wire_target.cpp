@@ -9,7 +9,7 @@
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_targets.h"
 #include "transport/params_io.h"
-#include "transport/trace_wire.h"
+#include "transport/step_report.h"
 #include "transport/wire.h"
 
 namespace devmap::fuzz {
@@ -36,18 +36,8 @@ void decode_body(const wire::Message& m) {
     case MsgType::kStep: (void)m.as<wire::Step>(); break;
     case MsgType::kHeartbeat: (void)wire::read_name(m.as<wire::Heartbeat>().activity); break;
     case MsgType::kStepDone: {
-      // As WorkerGroup::collect: ParamStats, MicroResults, then trace events.
-      const auto d = m.as<wire::StepDone>(/*allow_tail=*/true);
-      if (d.trace_bytes > m.body.size()) throw_runtime("trace tail longer than the message");
-      const size_t at =
-          sizeof d + d.param_stats * sizeof(wire::ParamStat) + d.micro_results * sizeof(wire::MicroResult);
-      wire::check_body_size(m, at + d.trace_bytes, false);
-      for (uint32_t i = 0; i < d.param_stats; ++i) {
-        wire::ParamStat e;
-        std::memcpy(&e, m.body.data() + sizeof d + i * sizeof e, sizeof e);
-        (void)wire::read_name(e.name);
-      }
-      if (d.trace_bytes > 0) (void)wire::decode_trace_events(std::string_view(m.body).substr(at));
+      // As WorkerGroup::collect.
+      for (const wire::ParamStat& e : wire::decode_step_done(m).param_stats) (void)wire::read_name(e.name);
       break;
     }
     case MsgType::kBye:

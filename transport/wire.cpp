@@ -1,8 +1,18 @@
 #include "transport/wire.h"
 
+#include <algorithm>
+
 #include "core/error.h"
+#include "core/memory_plan.h"
 
 namespace devmap::wire {
+
+std::vector<int64_t> round_sizes(const Step& s) {
+  if (s.flags & kTrain) return split_evenly(s.batch_total, s.micro_batches);
+  std::vector<int64_t> sizes;
+  for (int64_t left = s.batch_total; left > 0 && s.batch > 0; left -= s.batch) sizes.push_back(std::min(left, s.batch));
+  return sizes;
+}
 
 const char* msg_type_name(MsgType t) {
   switch (t) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace devmap::wire {
 
@@ -89,6 +90,10 @@ struct Step {
   uint32_t reserved;
 };
 static_assert(sizeof(Step) == 48 && std::is_trivially_copyable_v<Step>);
+// The samples of each micro-batch of a round (micro_batches > 0), by the
+// rule above; the coordinator fills the slots and every worker runs them by
+// this one function.
+std::vector<int64_t> round_sizes(const Step& s);
 
 struct StepDone {
   int64_t step;

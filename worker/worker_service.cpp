@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -28,7 +27,7 @@
 #include "transport/edge_plan.h"
 #include "transport/params_io.h"
 #include "transport/shm_segment.h"
-#include "transport/trace_wire.h"
+#include "transport/step_report.h"
 #include "worker/watchdog.h"
 
 namespace devmap {
@@ -272,9 +271,7 @@ class Worker {
     const auto t1 = std::chrono::steady_clock::now();
     done.compute_seconds = std::chrono::duration<double>(t1 - t0).count();
     done.wait_seconds = exec_->take_wait_seconds();
-    if (stats) done.param_stats = static_cast<uint32_t>(exec_->parameters().size());
-    if (!train) done.micro_results = static_cast<uint32_t>(micro.size());
-    std::string body(reinterpret_cast<const char*>(&done), sizeof done);
+    std::vector<wire::ParamStat> param_stats;
     if (stats) {
       auto& params = exec_->parameters();
       std::vector<float> value, grad;
@@ -292,10 +289,10 @@ class Worker {
         }
         st.update_norm = static_cast<float>(std::sqrt(d));
         st.value_norm = static_cast<float>(l2_norm(value.data(), n));
-        body.append(reinterpret_cast<const char*>(&st), sizeof st);
+        param_stats.push_back(st);
       }
     }
-    if (!train) body.append(reinterpret_cast<const char*>(micro.data()), micro.size() * sizeof(wire::MicroResult));
+    if (train) micro.clear();  // a step reports its loss; only rounds of batches report each one
     if (traced) {
       exec_->set_trace(nullptr);
       // The step's slice ends where its work ends (as compute_seconds does).
@@ -303,12 +300,8 @@ class Worker {
         return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
       };
       trace_.add(TraceEvent{ns(t0), ns(t1), s.step, -1, -1, TraceKind::kStep});
-      const size_t before_trace = body.size();
-      wire::encode_trace_events(trace_.events(), body);
-      const uint64_t trace_bytes = body.size() - before_trace;
-      std::memcpy(body.data() + offsetof(wire::StepDone, trace_bytes), &trace_bytes, sizeof trace_bytes);
     }
-    return wire::frame(wire::MsgType::kStepDone, std::string_view(body));
+    return wire::encode_step_done(done, param_stats, micro, traced ? &trace_.events() : nullptr);
   }
 
  private:
@@ -346,12 +339,8 @@ class Worker {
   std::vector<wire::MicroResult> run_round(const wire::Step& s, wire::StepDone& done) {
     const int count = static_cast<int>(s.micro_batches);
     const bool train = (s.flags & wire::kTrain) != 0;
-    std::vector<int64_t> sizes, offsets;
-    if (train) {
-      sizes = split_evenly(s.batch_total, count);
-    } else {
-      for (int64_t left = s.batch_total; left > 0; left -= s.batch) sizes.push_back(std::min(left, s.batch));
-    }
+    const std::vector<int64_t> sizes = wire::round_sizes(s);
+    std::vector<int64_t> offsets;
     if (static_cast<int>(sizes.size()) != count)
       throw_runtime("STEP: " + std::to_string(s.batch_total) + " samples do not make " + std::to_string(count) +
                     " micro-batches");
