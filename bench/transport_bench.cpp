@@ -16,77 +16,28 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "transport/run_names.h"
-#include "transport/shm_channel.h"
-#include "transport/shm_segment.h"
+#include "transport/handoff_probe.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using devmap::ChannelEdge;
-using devmap::ShmChannel;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-struct Endpoints {
-  std::string dir;
-  std::map<std::string, std::string> paths;
-  Endpoints() {
-    char tmpl[] = "/tmp/devmap-bench-XXXXXX";
-    dir = mkdtemp(tmpl);
-    paths = {{"cpu:0", devmap::data_socket_path(dir, "cpu:0")}, {"cpu:1", devmap::data_socket_path(dir, "cpu:1")}};
-  }
-  ~Endpoints() {
-    for (auto& [d, p] : paths) ::unlink(p.c_str());
-    ::rmdir(dir.c_str());
-  }
-};
-
-// Median of per-handoff times over `count` handoffs of `bytes`.
+// Back-to-back handoffs of `bytes` (transport/handoff_probe.h): time per handoff and GB/s.
 void handoffs(size_t bytes, double budget) {
-  Endpoints ep;
-  std::string prefix = "devmap-" + std::to_string(::getpid()) + "-bench-";
-  ChannelEdge edge{0, devmap::edge_segment_name(prefix, 0), bytes, 2, "cpu:0", {"cpu:1"}};
-  devmap::ShmSegment seg = devmap::ShmSegment::create(edge.segment, bytes * 2);
-  // Calibrate a count that takes about `budget` seconds.
-  int count = static_cast<int>(std::clamp(budget * 4e9 / static_cast<double>(bytes + 200000), 20.0, 20000.0));
-  pid_t child = ::fork();
-  if (child == 0) {
-    {  // sockets close (and flush) before _exit
-      zmq::context_t ctx(1);
-      ShmChannel ch(ctx, "cpu:1", ep.paths, {edge}, nullptr);
-      volatile uint64_t sink = 0;
-      for (int s = 0; s < count; ++s) {
-        const auto* p = reinterpret_cast<const uint64_t*>(ch.receive(0, s));
-        uint64_t sum = 0;
-        for (size_t i = 0; i < bytes / 8; ++i) sum += p[i];  // read every byte
-        sink = sink + sum;
-        ch.release(s);
-      }
-    }
-    ::_exit(0);
-  }
-  zmq::context_t ctx(1);
-  ShmChannel ch(ctx, "cpu:0", ep.paths, {edge}, nullptr);
-  auto t0 = Clock::now();
-  for (int s = 0; s < count; ++s) {
-    float* slot = ch.acquire(0, s, bytes);
-    slot[0] = static_cast<float>(s);  // the producer's kernel would write here
-    ch.send(0, s);
-  }
-  ch.acquire(0, count, 4);
-  ch.acquire(0, count + 1, 4);  // both slots released: the consumer has read everything
-  double t = seconds_since(t0);
-  ::waitpid(child, nullptr, 0);
-  std::printf("%10zu B  %8d handoffs  %10.1f us/handoff  %8.2f GB/s  copied %llu B\n", bytes, count, t / count * 1e6,
-              static_cast<double>(bytes) * count / t / 1e9, static_cast<unsigned long long>(ch.stats().bytes_copied));
+  const devmap::HandoffTiming t = devmap::measure_handoffs(bytes, budget);
+  std::printf("%10zu B  %8d handoffs  %10.1f us/handoff  %8.2f GB/s  copied %llu B\n", bytes, t.count,
+              t.seconds_per_handoff * 1e6, static_cast<double>(bytes) / t.seconds_per_handoff / 1e9,
+              static_cast<unsigned long long>(t.bytes_copied));
 }
 
 void zmq_round_trip() {
-  Endpoints ep;
-  std::string a = "ipc://" + ep.dir + "/ping.sock";
+  char tmpl[] = "/tmp/devmap-bench-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  std::string a = "ipc://" + dir + "/ping.sock";
   constexpr int kCount = 2000;
   pid_t child = ::fork();
   if (child == 0) {
@@ -119,7 +70,8 @@ void zmq_round_trip() {
   std::sort(rtt.begin(), rtt.end());
   std::printf("ZeroMQ ipc 64 B round trip: median %.1f us, p90 %.1f us\n", rtt[rtt.size() / 2] * 1e6,
               rtt[rtt.size() * 9 / 10] * 1e6);
-  ::unlink((ep.dir + "/ping.sock").c_str());
+  ::unlink((dir + "/ping.sock").c_str());
+  ::rmdir(dir.c_str());
 }
 
 void memcpy_16mib() {

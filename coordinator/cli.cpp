@@ -15,8 +15,9 @@ enum Scope : unsigned {
   kTrain = 1,
   kPredict = 2,
   kPlan = 4,
+  kCalibrate = 8,
   kRun = kTrain | kPredict,
-  kAll = kTrain | kPredict | kPlan
+  kAll = kTrain | kPredict | kPlan | kCalibrate
 };
 
 struct OptionSpec {
@@ -90,7 +91,29 @@ const std::vector<OptionSpec>& options() {
        "beside it: weights, optimizer state and step; the\nlosses continue as if the run had never stopped, under\n"
        "any device map",
        [](CL& c, S, S) { c.run.resume = true; }},
-      {"--worker-dir", "DIR", kRun, "where worker_cpu lives (default: beside coordinator, or\n$DEVMAP_WORKER_DIR)",
+      {"--calibration", "FILE", kAll,
+       "the calibration cache of measured op and handoff times\n(default: $DEVMAP_CALIBRATION_CACHE, else\n"
+       "~/.cache/devmap/calibration.tsv); read by\nmicro_batches auto, written by calibrate",
+       [](CL& c, S, S v) { c.run.calibration_path = v; }},
+      {"--batch-sizes", "N,N,...", kCalibrate,
+       "the batches to measure every op at (default: the\nmicro-batch sizes micro_batches auto considers for\n"
+       "train.batch_size)",
+       [](CL& c, S f, S v) {
+         c.calibrate.batches.clear();
+         size_t at = 0;
+         for (;;) {
+           const size_t comma = v.find(',', at);
+           c.calibrate.batches.push_back(parse_positive(f, v.substr(at, comma - at), int64_t{1} << 24));
+           if (comma == std::string::npos) break;
+           at = comma + 1;
+         }
+       }},
+      {"--repeats", "N", kCalibrate, "measured steps per device and batch (default 5, after\n2 warm-up steps)",
+       [](CL& c, S f, S v) { c.calibrate.repeats = static_cast<int>(parse_positive(f, v, 1000)); }},
+      {"--force", nullptr, kCalibrate, "measure again what the cache already holds",
+       [](CL& c, S, S) { c.calibrate.force = true; }},
+      {"--worker-dir", "DIR", kRun | kPlan | kCalibrate,
+       "where worker_cpu lives (default: beside coordinator, or\n$DEVMAP_WORKER_DIR)",
        [](CL& c, S, S v) { c.run.worker_dir = v; }},
       {"--weights", "FILE", kPredict, "safetensors weights written by train",
        [](CL& c, S, S v) { c.predict.weights = v; }},
@@ -130,6 +153,10 @@ const std::vector<SubcommandSpec>& subcommands() {
        "print the memory plan of the config's job and run\nnothing: per device and per op, parameters, gradients,\n"
        "optimizer state, activations, workspace and transport\nslots, how the batch is split to fit each\n"
        "memory_limit, and the cut edges"},
+      {"calibrate", kCalibrate,
+       "measure every op of the model, forward and backward, on\nevery declared device at the batch sizes "
+       "micro_batches\nauto considers, and the handoff between CPU workers;\nkeeps the times in the calibration "
+       "cache (--calibration)"},
   };
   return kSubcommands;
 }

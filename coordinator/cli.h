@@ -6,17 +6,19 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/calibrate_job.h"
 #include "coordinator/predict_job.h"
 #include "coordinator/run_options.h"
 
 namespace devmap {
 
 struct CommandLine {
-  std::string subcommand;  // "train", "predict", "plan", or empty: the config's job
+  std::string subcommand;  // "train", "predict", "plan", "calibrate", or empty: the config's job
   std::string config_path;
   std::vector<std::string> overrides;  // --set values (and --checkpoint as train.checkpoint=), in order
   RunOptions run;
   PredictOptions predict;
+  CalibrateOptions calibrate;
   bool json = false;  // plan --json
   bool help = false;
   bool version = false;

@@ -104,7 +104,18 @@ TrainConfig read_train(const YamlSource& src, const YAML::Node& node) {
     MapReader pipe(src, map.value("pipeline"), section("train.pipeline"), config_keys::kPipeline);
     train.pipeline =
         parse_pipeline_kind(pipe.get_choice("schedule", pipeline_kind_name(train.pipeline), pipeline_kind_names()));
-    train.micro_batches = pipe.get_int("micro_batches", train.micro_batches, 1, kMaxMicroBatches);
+    const bool is_auto = pipe.has("micro_batches") && pipe.value("micro_batches").IsScalar() &&
+                         pipe.value("micro_batches").Scalar() == "auto";
+    if (is_auto) {
+      train.micro_batches = TrainConfig::kAutoMicroBatches;
+    } else {
+      const YAML::Node* v = pipe.has("micro_batches") ? &pipe.value("micro_batches") : nullptr;
+      if (v && (!v->IsScalar() || v->Scalar().find_first_not_of("0123456789") != std::string::npos))
+        pipe.fail_value("micro_batches",
+                        "must be a count from 1 to " + std::to_string(kMaxMicroBatches) + " or auto, got '" +
+                            (v->IsScalar() ? v->Scalar() : "a " + std::string(v->IsMap() ? "mapping" : "list")) + "'");
+      train.micro_batches = pipe.get_int("micro_batches", train.micro_batches, 1, kMaxMicroBatches);
+    }
   }
   return train;
 }

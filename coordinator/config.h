@@ -67,9 +67,12 @@ struct TrainConfig {
   int64_t max_restarts = 0;
   // train.pipeline: how a step's micro-batches flow through the devices
   // (core/pipeline_schedule.h). micro_batches 1: no pipelining; evaluation
-  // rounds take as many batches at a time.
+  // rounds take as many batches at a time. kAutoMicroBatches: chosen by
+  // predicted step time (coordinator/job_memory.h).
   PipelineKind pipeline = PipelineKind::k1f1b;
   int64_t micro_batches = 1;
+  static constexpr int64_t kAutoMicroBatches = 0;
+  bool auto_micro_batches() const { return micro_batches == kAutoMicroBatches; }
   // A loss that is NaN or infinite stops training (true), or is reported
   // once while training goes on (false). Either way, a checkpoint whose
   // weights are not all finite is never written.

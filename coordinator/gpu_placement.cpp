@@ -1,12 +1,11 @@
 #include "coordinator/gpu_placement.h"
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <ostream>
 
+#include "coordinator/program_output.h"
 #include "coordinator/session.h"
 #include "core/error.h"
 
@@ -14,17 +13,6 @@ namespace devmap {
 namespace {
 
 constexpr int kProbeNoGpu = 3;  // worker_gpu --probe's exit status without a usable GPU
-
-std::string shell_quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 }  // namespace
 
@@ -37,18 +25,14 @@ GpuProbe probe_gpu_device(const RunOptions& options, const std::string& device) 
     p.text = "no usable GPU: this build has no worker_gpu (the CUDA toolkit was not found when it was built)";
     return p;
   }
-  std::string cmd = shell_quoted(program) + " --probe --device " + shell_quoted(device) + " 2>&1";
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (!f) {
+  const ProgramOutput run = run_program({program, "--probe", "--device", device});
+  if (!run.ran) {
     p.text = "no usable GPU: cannot run " + program + " --probe";
     return p;
   }
-  char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, f)) p.text.append(buf, n);
-  int status = ::pclose(f);
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const int code = run.status;
   p.usable = code == 0;
-  p.text = trim(p.text);
+  p.text = run.text;
   if (!p.usable && code != kProbeNoGpu)
     p.text = "no usable GPU: " + program + " --probe failed (status " + std::to_string(code) + "): " + p.text;
   if (!p.usable && p.text.rfind("no usable GPU", 0) != 0) p.text = "no usable GPU: " + p.text;

@@ -1,9 +1,11 @@
 #include "coordinator/job_memory.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "coordinator/idx_reader.h"
 #include "coordinator/image_input.h"
+#include "coordinator/json_writer.h"
 #include "core/error.h"
 #include "core/worker_plan.h"
 #include "transport/edge_plan.h"
@@ -129,10 +131,34 @@ JobMemory plan_job_memory(const PlanInputs& inputs, int64_t batch, int64_t eval_
   return m;
 }
 
+namespace {
+
+// micro_batches auto: the budget's fewest micro-batches, then the count
+// whose predicted step is best (choose_micro_batches).
+JobMemory plan_auto_memory(const Config& config, const PlanInputs& inputs, int64_t batch, int64_t eval_batch,
+                           const StepCosts& costs) {
+  const PipelineKind kind = config.train.pipeline;
+  const int least = static_cast<int>(
+      plan_pipelined_memory(inputs, batch, eval_batch, PipelineRequest{kind, 1}, config.path).split.count);
+  const bool training = inputs.program->loss_node >= 0;
+  const MicroBatchChoice choice = choose_micro_batches(
+      *inputs.partition, training, kind, batch, micro_batch_candidates(batch, least, kAutoMaxMicroBatches), costs);
+  JobMemory m = choice.count == 1 ? plan_job_memory(inputs, batch, eval_batch, config.path)
+                                  : plan_pipelined_memory(inputs, batch, eval_batch,
+                                                          PipelineRequest{kind, choice.count}, config.path);
+  m.auto_choice = choice;
+  return m;
+}
+
+}  // namespace
+
 JobMemory plan_run_memory(const Config& config, const PlanInputs& inputs, int64_t batch, int64_t eval_batch,
-                          const std::vector<int>& outputs) {
+                          const std::vector<int>& outputs, const StepCosts* costs) {
+  if (config.train.auto_micro_batches() && !costs)
+    throw_runtime("internal: train.pipeline.micro_batches auto needs step costs");
   JobMemory m =
-      config.train.micro_batches > 1
+      config.train.auto_micro_batches() ? plan_auto_memory(config, inputs, batch, eval_batch, *costs)
+      : config.train.micro_batches > 1
           ? plan_pipelined_memory(inputs, batch, eval_batch,
                                   PipelineRequest{config.train.pipeline, static_cast<int>(config.train.micro_batches)},
                                   config.path)
@@ -140,6 +166,41 @@ JobMemory plan_run_memory(const Config& config, const PlanInputs& inputs, int64_
   attach_coordinator_memory(config, *inputs.graph, inputs.program->loss_node >= 0, outputs, m);
   attach_shared_memory(config, *inputs.partition, m);
   return m;
+}
+
+std::vector<std::string> describe_auto_choice(const JobMemory& memory, const std::string& config_path) {
+  if (!memory.auto_choice) return {};
+  const MicroBatchChoice& c = *memory.auto_choice;
+  std::string line = "micro_batches auto: " + std::to_string(c.count) + " (predicted step";
+  for (size_t i = 0; i < c.predicted.size(); ++i) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.1f", c.predicted[i].second * 1e3);
+    line += std::string(i ? ", " : " ") + std::to_string(c.predicted[i].first) + ": " + ms + " ms" +
+            (c.predicted[i].first == c.count ? "*" : "");
+  }
+  std::vector<std::string> out{line + "; the fewest within 5% of the best)"};
+  if (!memory.estimated.empty()) {
+    std::string names;
+    for (size_t i = 0; i < memory.estimated.size() && i < 4; ++i) names += (i ? ", " : "") + memory.estimated[i];
+    if (memory.estimated.size() > 4) names += " and " + std::to_string(memory.estimated.size() - 4) + " more";
+    out.push_back("predicted from estimates, not measurements, for " + names + ": run `coordinator calibrate " +
+                  config_path + "`");
+  }
+  return out;
+}
+
+std::string auto_choice_json(const JobMemory& memory) {
+  if (!memory.auto_choice) return "null";
+  JsonObject j;
+  j.add("chosen", static_cast<int64_t>(memory.auto_choice->count));
+  JsonObject predicted;
+  for (const auto& [count, seconds] : memory.auto_choice->predicted)
+    predicted.add(std::to_string(count), seconds * 1e3);
+  j.add_raw("predicted_ms", predicted.str());
+  std::string estimated = "[";
+  for (const std::string& e : memory.estimated) estimated += (estimated.size() > 1 ? "," : "") + JsonObject::quote(e);
+  j.add_raw("estimated", estimated + "]");
+  return j.str();
 }
 
 }  // namespace devmap

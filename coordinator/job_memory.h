@@ -2,6 +2,7 @@
 // device, and the micro-batch sizes that make it fit (core/memory_plan.h).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "coordinator/coordinator_memory.h"
 #include "coordinator/shared_memory.h"
 #include "core/memory_plan.h"
+#include "core/step_time.h"
 
 namespace devmap {
 
@@ -30,6 +32,12 @@ struct JobMemory {
   PipelinePlan pipeline;
   uint32_t input_slots() const { return rounds ? 2 * static_cast<uint32_t>(pipeline.micro_batches) : 2; }
   SharedMemoryPlan shared;  // the run's segments in /dev/shm (attach_shared_memory)
+  // train.pipeline.micro_batches auto: the counts considered (from the
+  // budget's minimum on) with their predicted step times, and the costs
+  // the prediction estimated rather than measured. The count run is
+  // split.count.
+  std::optional<MicroBatchChoice> auto_choice;
+  std::vector<std::string> estimated;
 };
 
 // A pipelined job's memory: a step of `batch` samples as at least
@@ -68,8 +76,20 @@ void attach_shared_memory(const Config& config, const Partition& partition, JobM
 // A run's whole plan, as `coordinator plan` shows it and a session runs it:
 // the devices' memory (pipelined when train.pipeline.micro_batches > 1,
 // else plan_job_memory), then the coordinator's and the shared memory.
-// `outputs`: the ops the coordinator reads back.
+// `outputs`: the ops the coordinator reads back. With micro_batches auto,
+// `costs` predict each candidate count's step time (choose_micro_batches:
+// the smallest within 5% of the best, never fewer than the budgets need);
+// it must not be null then.
 JobMemory plan_run_memory(const Config& config, const PlanInputs& inputs, int64_t batch, int64_t eval_batch,
-                          const std::vector<int>& outputs);
+                          const std::vector<int>& outputs, const StepCosts* costs = nullptr);
+
+// micro_batches auto, as one line: "micro_batches auto: 4 of 16 (predicted
+// step 1: 41.2 ms, 2: 33.0 ms, 4: 30.1 ms*, ...; the fewest within 5% of the
+// best)"; then, when some costs were estimated, a line naming them. Empty
+// without auto.
+std::vector<std::string> describe_auto_choice(const JobMemory& memory, const std::string& config_path);
+// The same as a JSON object ({"chosen":4,"predicted_ms":{"1":41.2,...},
+// "estimated":[...]}), or "null".
+std::string auto_choice_json(const JobMemory& memory);
 
 }  // namespace devmap

@@ -21,6 +21,7 @@ void write_memory_plan_event(const JobMemory& memory, MetricsLog& metrics) {
   }
   j.add_raw("devices", devices + "]");
   j.add_raw("coordinator", coordinator_memory_json(memory.coordinator));
+  if (memory.auto_choice) j.add_raw("micro_batches_auto", auto_choice_json(memory));
   j.add_raw("shared_memory", shared_memory_json(memory.shared));
   metrics.write(j);
 }

@@ -6,6 +6,7 @@
 #include "coordinator/plan_report.h"
 #include "coordinator/predict_job.h"
 #include "coordinator/session.h"
+#include "coordinator/step_costs.h"
 
 namespace devmap {
 
@@ -22,7 +23,7 @@ int run_plan(const Config& config, const PlanOptions& options) {
     batch = training ? config.train.batch_size
                      : (config.predict.batch > 0 ? config.predict.batch : config.train.eval_batch_size);
   const int64_t eval_batch = training ? config.train.eval_batch_size : 0;
-  JobMemory memory = plan_run_memory(config, inputs, batch, eval_batch, outputs);
+  JobMemory memory = plan_run_memory_with_costs(config, options.run, inputs, batch, eval_batch, outputs);
   PlanReportInfo info{config.path, training ? "train" : "predict", &partition};
   if (options.json)
     std::cout << memory_plan_json(info, memory, graph) << "\n";

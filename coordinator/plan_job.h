@@ -5,12 +5,14 @@
 #include <cstdint>
 
 #include "coordinator/config.h"
+#include "coordinator/run_options.h"
 
 namespace devmap {
 
 struct PlanOptions {
   bool json = false;
   int64_t batch = 0;  // 0: the job's own (train.batch_size, or predict.batch / train.eval_batch_size)
+  RunOptions run;     // where the workers and the calibration cache are (micro_batches auto)
 };
 
 int run_plan(const Config& config, const PlanOptions& options);

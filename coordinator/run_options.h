@@ -22,7 +22,10 @@ struct RunOptions {
   // (coordinator/trace_log.h); empty: none. --trace-steps A:B limits it.
   std::string trace_path;
   int64_t trace_first = 1, trace_last = 0;  // 1-based training steps; trace_last 0: to the end
-  bool resume = false;                      // train: continue from train.checkpoint and the training state beside it
+  // The calibration cache (coordinator/calibration_cache.h); empty:
+  // default_calibration_path().
+  std::string calibration_path;
+  bool resume = false;  // train: continue from train.checkpoint and the training state beside it
   // This command line with --resume added (shell-quoted): what to run to
   // continue an interrupted run.
   std::string resume_command;

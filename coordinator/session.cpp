@@ -9,6 +9,7 @@
 
 #include "coordinator/signals.h"
 #include "coordinator/stale_runs.h"
+#include "coordinator/step_costs.h"
 #include "coordinator/step_estimate.h"
 #include "core/format_bytes.h"
 #include "transport/edge_plan.h"
@@ -104,7 +105,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
       partition_(partition_program(graph_, program_)),
       plan_inputs_(plan_inputs(config, graph_, program_, partition_, external_ops(graph_, outputs))),
       memory_([&] {
-        JobMemory m = plan_run_memory(config, plan_inputs_, batch, eval_batch, outputs);
+        JobMemory m = plan_run_memory_with_costs(config, options, plan_inputs_, batch, eval_batch, outputs);
         check_shared_memory(m.shared, config.path);
         return m;
       }()),

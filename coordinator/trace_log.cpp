@@ -90,6 +90,13 @@ void TraceLog::add_coordinator(const char* what, int64_t start_ns, int64_t end_n
                           {TraceEvent{start_ns, end_ns, step.step, -1, -1, TraceKind::kStep}}});
 }
 
+void TraceLog::for_each_training_event(
+    const std::function<void(const std::string& device, int64_t step, const TraceEvent& event)>& f) const {
+  for (const Chunk& c : chunks_)
+    if (c.pid > 0 && c.phase == 0)
+      for (const TraceEvent& e : c.events) f(devices_[static_cast<size_t>(c.pid - 1)], c.step, e);
+}
+
 size_t TraceLog::slices() const {
   size_t n = 0;
   for (const Chunk& c : chunks_) n += c.events.size();

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <ostream>
@@ -59,6 +60,11 @@ class TraceLog {
   void add_worker(const std::string& device, const wire::Step& step, std::vector<TraceEvent> events);
   // A coordinator slice, e.g. ("feed", ...) or ("wait", ...).
   void add_coordinator(const char* what, int64_t start_ns, int64_t end_ns, const wire::Step& step);
+
+  // Calls f(device, step, event) for every worker event of the traced
+  // training steps (step 1-based), in the order they arrived.
+  void for_each_training_event(
+      const std::function<void(const std::string& device, int64_t step, const TraceEvent& event)>& f) const;
 
   // Writes the file (atomically). Throws devmap::Error when it cannot.
   void write() const;

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "coordinator/batch_feeder.h"
+#include "coordinator/calibrate_job.h"
 #include "coordinator/checkpoint.h"
 #include "coordinator/checkpoint_lock.h"
 #include "coordinator/checkpoint_store.h"
@@ -23,6 +24,7 @@
 #include "coordinator/run_outputs.h"
 #include "coordinator/session.h"
 #include "coordinator/signals.h"
+#include "coordinator/step_costs.h"
 #include "coordinator/trace_log.h"
 #include "coordinator/worker_group.h"
 #include "core/process_stats.h"
@@ -133,6 +135,9 @@ class Trainer {
   // Runs attempts until one ends; a worker failure starts another, from
   // the newest checkpoint, while train.max_restarts allows.
   int run() {
+    // micro_batches auto predicts from measured op times: what the
+    // calibration cache lacks for this machine is measured first.
+    if (config_.train.auto_micro_batches()) calibrate(config_, options_, {}, calibration_path(options_), std::cerr);
     metrics_ = std::make_unique<MetricsLog>(outputs_.metrics, outputs_.config_copy, config_.resolved_yaml);
     bool resume = options_.resume;
     for (;;) {
@@ -213,8 +218,11 @@ class Trainer {
     Session session(config_, options_, graph_, /*training=*/true, {}, tc_.batch_size, tc_.eval_batch_size);
     if (first && options_.log_placement) log_placement(config_, session.partition(), tc_.batch_size, std::cerr);
     const JobMemory& memory = session.memory();
-    if (first)
+    if (first) {
       for (const std::string& d : memory.decisions) std::cerr << "devmap: memory: " << d << "\n";
+      for (const std::string& line : describe_auto_choice(memory, config_.path))
+        std::cerr << "devmap: " << line << "\n";
+    }
     session.start();
     WorkerGroup& group = session.workers();
     if (trace_) {

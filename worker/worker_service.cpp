@@ -48,6 +48,7 @@ void print_usage(const std::string& program, std::ostream& os) {
      << "\n"
      << "  --endpoint ipc://PATH   the coordinator's control socket\n"
      << "  --device NAME           the device this worker serves (cpu:0, gpu:0, ...)\n"
+     << "  --describe              print the compute libraries this worker runs on and exit\n"
      << "  --help                  this text\n";
 }
 
@@ -472,6 +473,10 @@ int worker_main(int argc, char** argv, const WorkerRuntime& rt) {
       print_usage(rt.program, std::cout);
       return 0;
     }
+  if (argc == 2 && std::strcmp(argv[1], "--describe") == 0) {
+    std::cout << (rt.describe ? rt.describe() : rt.device_kind) << "\n";
+    return 0;
+  }
   Args args;
   try {
     args = parse_args(argc, argv, rt.program);

@@ -204,7 +204,8 @@ TEST(CommandLineHelp, TyposGetTheNearestName) {
   EXPECT_EQ(r.first_err_line(), "unknown option '--out-dri' (did you mean '--out-dir'? see --help)");
   r = run_process({DEVMAP_COORDINATOR_BIN, "trian", config}, dir.path());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.first_err_line(), "unknown subcommand 'trian' (did you mean 'train'? known: train, predict, plan)");
+  EXPECT_EQ(r.first_err_line(),
+            "unknown subcommand 'trian' (did you mean 'train'? known: train, predict, plan, calibrate)");
   r = run_process({DEVMAP_COORDINATOR_BIN, "plan", config, "--resume"}, dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.first_err_line(), "--resume is an option of train, not of plan (see coordinator plan --help)");

@@ -1,0 +1,212 @@
+#include "coordinator/calibrate_job.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "coordinator/batch_feeder.h"
+#include "coordinator/calibration_cache.h"
+#include "coordinator/dataset.h"
+#include "coordinator/session.h"
+#include "coordinator/step_costs.h"
+#include "coordinator/trace_log.h"
+#include "core/error.h"
+#include "core/format_bytes.h"
+#include "transport/handoff_probe.h"
+
+namespace devmap {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string fixed1(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+bool is_data(const Node& n) {
+  return n.schema->role == OpRole::kImageInput || n.schema->role == OpRole::kLabelInput;
+}
+
+// The config with every op on `device`, its memory_limit lifted, training
+// `steps` lock-step steps of `batch`.
+Config single_device(const Config& config, const std::string& device, int64_t batch, int64_t steps) {
+  Config c = config;
+  for (int i = 0; i < c.graph.size(); ++i)
+    if (!is_data(c.graph.node(i))) c.graph.node(i).device = device;
+  for (DeviceSpec& d : c.devices)
+    if (d.name == device) d.memory_limit = 0;
+  c.train.batch_size = batch;
+  c.train.micro_batches = 1;
+  c.train.max_steps = steps;
+  return c;
+}
+
+// What one calibration run measured: per op, its forward and backward
+// slices; the optimizer updates.
+struct RunTimes {
+  std::map<int, std::vector<double>> forward, backward;
+  std::vector<double> update;
+};
+
+RunTimes measure(const Config& c, const RunOptions& options, const Dataset& data, int64_t batch, int warmup,
+                 int repeats) {
+  Session session(c, options, c.graph, /*training=*/true, {}, batch, 0);
+  session.start();
+  WorkerGroup& group = session.workers();
+  TraceLog trace("", TraceSteps{warmup + 1, warmup + repeats}, false);
+  trace.describe(session.graph(), session.partition());
+  group.set_trace(&trace);
+  const int image = c.graph.find_role(OpRole::kImageInput), label = c.graph.find_role(OpRole::kLabelInput);
+  BatchFeeder feeder(group, session.input(), session.layout(), image, label);
+  const std::vector<int64_t> order = epoch_order(data.count, c.train.seed, 1, false);
+  const int64_t steps = warmup + repeats;
+  if (!feeder.run(OrderedSamples{data, order}, batch, batch, 0, wire::kTrain, steps,
+                  [](int64_t, int64_t, const StepResult&, uint32_t) {}))
+    throw_runtime("calibration interrupted");
+  group.shutdown();
+  RunTimes t;
+  // Per step, an op's forward (backward, with the sums of its output's
+  // gradient) slices add up; then the median over the steps.
+  std::map<std::pair<int64_t, int>, double> fwd, bwd;
+  std::map<int64_t, double> upd;
+  trace.for_each_training_event([&](const std::string&, int64_t step, const TraceEvent& e) {
+    const double s = static_cast<double>(e.end_ns - e.start_ns) * 1e-9;
+    if (e.kind == TraceKind::kForward) fwd[{step, e.id}] += s;
+    if (e.kind == TraceKind::kBackward || e.kind == TraceKind::kSumGrads) bwd[{step, e.id}] += s;
+    if (e.kind == TraceKind::kOptimizer) upd[step] += s;
+  });
+  for (const auto& [k, s] : fwd) t.forward[k.second].push_back(s);
+  for (const auto& [k, s] : bwd) t.backward[k.second].push_back(s);
+  for (const auto& [k, s] : upd) t.update.push_back(s);
+  return t;
+}
+
+LinkCost measure_link() {
+  const HandoffTiming small = measure_handoffs(4 << 10, 0.2);
+  const HandoffTiming large = measure_handoffs(4 << 20, 0.3);
+  LinkCost c;
+  const double extra = large.seconds_per_handoff - small.seconds_per_handoff;
+  c.bytes_per_s = extra > 0 ? static_cast<double>(large.bytes - small.bytes) / extra : 0;
+  c.latency = std::max(
+      0.0, small.seconds_per_handoff - (c.bytes_per_s > 0 ? static_cast<double>(small.bytes) / c.bytes_per_s : 0.0));
+  return c;
+}
+
+}  // namespace
+
+std::vector<int64_t> calibration_batches(const Config& config) {
+  const int64_t batch = config.train.batch_size;
+  std::vector<int64_t> out;
+  for (int c : micro_batch_candidates(batch, 1, kAutoMaxMicroBatches)) out.push_back((batch + c - 1) / c);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+int64_t calibrate(const Config& config, const RunOptions& options, const CalibrateOptions& cal,
+                  const std::string& cache_path, std::ostream& log) {
+  CalibrationCache cache = CalibrationCache::load(cache_path);
+  const std::vector<int64_t> batches = cal.batches.empty() ? calibration_batches(config) : cal.batches;
+  const int64_t largest = *std::max_element(batches.begin(), batches.end());
+  const int image = config.graph.find_role(OpRole::kImageInput);
+  if (image < 0 || config.graph.find_role(OpRole::kLabelInput) < 0)
+    throw_invalid(config.path + ": calibration trains the model, so it needs an input and a labels op");
+  const Dataset data = load_dataset("train", config.data.train_images, config.data.train_labels,
+                                    largest * (cal.warmup + cal.repeats), config.graph.node(image).out_shape);
+  RunOptions quiet = options;
+  quiet.profile = false;
+  quiet.trace_path.clear();
+  const std::string optimizer = optimizer_kind_name(config.train.optimizer.kind);
+  int64_t written = 0;
+  for (const DeviceSpec& d : config.devices) {
+    std::string key;
+    try {
+      key = device_key(config, options, d.name);
+    } catch (const Error& e) {
+      log << "calibrate: " << d.name << ": skipped: " << e.what() << "\n";
+      continue;
+    }
+    for (int64_t batch : batches) {
+      bool cached = !cal.force && cache.optimizer(key, optimizer).has_value();
+      for (int i = 0; i < config.graph.size() && cached; ++i)
+        if (!is_data(config.graph.node(i)) && !cache.op(key, op_signature(config.graph, i), batch)) cached = false;
+      if (cached) continue;
+      const auto t0 = Clock::now();
+      const Config c = single_device(config, d.name, batch, cal.warmup + cal.repeats);
+      const RunTimes t = measure(c, quiet, data, batch, cal.warmup, cal.repeats);
+      for (int i = 0; i < c.graph.size(); ++i) {
+        if (is_data(c.graph.node(i))) continue;
+        const auto f = t.forward.find(i), b = t.backward.find(i);
+        cache.put_op(key, op_signature(c.graph, i), batch,
+                     OpSeconds{f == t.forward.end() ? 0.0 : median_of(f->second),
+                               b == t.backward.end() ? 0.0 : median_of(b->second)});
+        ++written;
+      }
+      const int64_t params = c.graph.param_count();
+      if (params > 0 && !t.update.empty()) {
+        cache.put_optimizer(key, optimizer, median_of(t.update) / static_cast<double>(params));
+        ++written;
+      }
+      log << "calibrate: " << d.name << " (" << d.threads << (d.threads == 1 ? " thread" : " threads") << "), batch "
+          << batch << ": " << cal.repeats << " steps measured in "
+          << fixed1(std::chrono::duration<double>(Clock::now() - t0).count()) << " s\n";
+    }
+  }
+  const std::string machine = key_hash(machine_key_text());
+  if (cal.force || !cache.link(machine, "cpu", "cpu")) {
+    const LinkCost link = measure_link();
+    cache.put_link(machine, "cpu", "cpu", link);
+    ++written;
+    log << "calibrate: cpu -> cpu handoffs: " << fixed1(link.latency * 1e6) << " us + bytes at "
+        << fixed1(link.bytes_per_s / 1e9) << " GB/s\n";
+  }
+  if (written > 0) cache.save(cache_path);
+  return written;
+}
+
+int run_calibrate(const Config& config, const RunOptions& options, const CalibrateOptions& cal) {
+  const std::string path = calibration_path(options);
+  const int64_t written = calibrate(config, options, cal, path, std::cerr);
+  const CalibrationCache cache = CalibrationCache::load(path);
+  std::cout << "calibration: " << path << " (" << written << (written == 1 ? " time" : " times") << " measured now; "
+            << cache.size() << " entries in the file)\n";
+  // The whole model per device and batch, as the cache now has it.
+  const std::vector<int64_t> batches = cal.batches.empty() ? calibration_batches(config) : cal.batches;
+  const std::string optimizer = optimizer_kind_name(config.train.optimizer.kind);
+  for (const DeviceSpec& d : config.devices) {
+    std::string key;
+    try {
+      key = device_key(config, options, d.name);
+    } catch (const Error&) {
+      continue;  // said while calibrating
+    }
+    for (int64_t batch : batches) {
+      double forward = 0, backward = 0;
+      for (int i = 0; i < config.graph.size(); ++i)
+        if (!is_data(config.graph.node(i)))
+          if (auto s = cache.op(key, op_signature(config.graph, i), batch)) {
+            forward += s->forward;
+            backward += s->backward;
+          }
+      const double update =
+          cache.optimizer(key, optimizer).value_or(0) * static_cast<double>(config.graph.param_count());
+      std::cout << "  " << d.name << " (" << d.threads << (d.threads == 1 ? " thread" : " threads") << "), batch "
+                << batch << ": forward " << fixed1(forward * 1e3) << " ms, backward " << fixed1(backward * 1e3)
+                << " ms, update " << fixed1(update * 1e3) << " ms\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace devmap

@@ -1,0 +1,178 @@
+#include "coordinator/calibration_cache.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "coordinator/atomic_file.h"
+#include "core/error.h"
+
+namespace devmap {
+namespace {
+
+constexpr const char* kHeader = "# devmap calibration v1";
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> fields;
+  std::string field;
+  std::istringstream in(line);
+  while (std::getline(in, field, '\t')) fields.push_back(field);
+  return fields;
+}
+
+double number(const std::string& text, const std::string& where) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v >= 0)) throw_invalid(where + ": '" + text + "' is not a time or rate");
+  return v;
+}
+
+std::string attr_text(const AttrValue& v) {
+  struct Visitor {
+    std::string operator()(int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.9g", d);
+      return buf;
+    }
+    std::string operator()(const std::string& s) const { return s; }
+    std::string operator()(const std::vector<int64_t>& list) const {
+      std::string out = "[";
+      for (size_t i = 0; i < list.size(); ++i) out += (i ? "," : "") + std::to_string(list[i]);
+      return out + "]";
+    }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+  };
+  return std::visit(Visitor{}, v);
+}
+
+std::string format_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", s);
+  return buf;
+}
+
+}  // namespace
+
+std::string default_calibration_path() {
+  if (const char* p = std::getenv("DEVMAP_CALIBRATION_CACHE"); p && *p) return p;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/devmap/calibration.tsv";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/devmap/calibration.tsv";
+}
+
+std::string key_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string op_signature(const Graph& graph, int node) {
+  const Node& n = graph.node(node);
+  std::string s = n.op() + "(";
+  bool first = true;
+  for (const auto& [key, value] : n.attrs.values()) {
+    s += (first ? "" : ";") + key + "=" + attr_text(value);
+    first = false;
+  }
+  s += ")";
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Node& in = graph.node(n.inputs[i]);
+    const bool data = in.schema->role == OpRole::kImageInput || in.schema->role == OpRole::kLabelInput;
+    s += (i ? " " : " in ") + n.input_shapes[i].to_string() + (data ? "d" : "");
+  }
+  return s + " out " + n.out_shape.to_string();
+}
+
+CalibrationCache CalibrationCache::load(const std::string& path) {
+  CalibrationCache cache;
+  std::ifstream in(path);
+  if (!in) return cache;
+  std::string line;
+  int number_of_line = 0;
+  while (std::getline(in, line)) {
+    ++number_of_line;
+    if (line.empty() || line[0] == '#') continue;
+    const std::string where = path + ":" + std::to_string(number_of_line);
+    const std::vector<std::string> f = split_tabs(line);
+    if (f[0] == "op" && f.size() == 6) {
+      const double batch = number(f[3], where);
+      cache.ops_[{f[1], f[2], static_cast<int64_t>(batch)}] = OpSeconds{number(f[4], where), number(f[5], where)};
+    } else if (f[0] == "optimizer" && f.size() == 4) {
+      cache.optimizers_[{f[1], f[2]}] = number(f[3], where);
+    } else if (f[0] == "link" && f.size() == 5) {
+      cache.links_[{f[1], f[2]}] = LinkCost{number(f[3], where), number(f[4], where)};
+    } else {
+      throw_invalid(where + ": not a calibration entry (delete the file to calibrate again)");
+    }
+  }
+  return cache;
+}
+
+void CalibrationCache::save(const std::string& path) const {
+  std::ostringstream out;
+  out << kHeader << "\n";
+  for (const auto& [key, s] : ops_)
+    out << "op\t" << std::get<0>(key) << "\t" << std::get<1>(key) << "\t" << std::get<2>(key) << "\t"
+        << format_seconds(s.forward) << "\t" << format_seconds(s.backward) << "\n";
+  for (const auto& [key, s] : optimizers_)
+    out << "optimizer\t" << key.first << "\t" << key.second << "\t" << format_seconds(s) << "\n";
+  for (const auto& [key, c] : links_)
+    out << "link\t" << key.first << "\t" << key.second << "\t" << format_seconds(c.latency) << "\t"
+        << format_seconds(c.bytes_per_s) << "\n";
+  write_file_atomically(path, out.str(), "calibration cache");
+}
+
+std::optional<OpSeconds> CalibrationCache::op(const std::string& device_key, const std::string& signature,
+                                              int64_t batch) const {
+  auto it = ops_.find({device_key, key_hash(signature), batch});
+  if (it == ops_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::map<int64_t, OpSeconds> CalibrationCache::op_sizes(const std::string& device_key,
+                                                        const std::string& signature) const {
+  std::map<int64_t, OpSeconds> out;
+  const std::string hash = key_hash(signature);
+  for (auto it = ops_.lower_bound({device_key, hash, 0}); it != ops_.end(); ++it) {
+    if (std::get<0>(it->first) != device_key || std::get<1>(it->first) != hash) break;
+    out[std::get<2>(it->first)] = it->second;
+  }
+  return out;
+}
+
+void CalibrationCache::put_op(const std::string& device_key, const std::string& signature, int64_t batch, OpSeconds s) {
+  ops_[{device_key, key_hash(signature), batch}] = s;
+}
+
+std::optional<double> CalibrationCache::optimizer(const std::string& device_key, const std::string& optimizer) const {
+  auto it = optimizers_.find({device_key, optimizer});
+  if (it == optimizers_.end()) return std::nullopt;
+  return it->second;
+}
+
+void CalibrationCache::put_optimizer(const std::string& device_key, const std::string& optimizer,
+                                     double seconds_per_param) {
+  optimizers_[{device_key, optimizer}] = seconds_per_param;
+}
+
+std::optional<LinkCost> CalibrationCache::link(const std::string& machine_key, const std::string& from_kind,
+                                               const std::string& to_kind) const {
+  auto it = links_.find({machine_key, from_kind + "->" + to_kind});
+  if (it == links_.end()) return std::nullopt;
+  return it->second;
+}
+
+void CalibrationCache::put_link(const std::string& machine_key, const std::string& from_kind,
+                                const std::string& to_kind, LinkCost cost) {
+  links_[{machine_key, from_kind + "->" + to_kind}] = cost;
+}
+
+}  // namespace devmap

@@ -1,0 +1,78 @@
+// CalibrationCache: op and transfer times measured on this machine by
+// `coordinator calibrate` (coordinator/calibrate_job.h), kept in a text
+// file between runs. Each entry is keyed by what makes a time valid:
+//  - a device key: the machine (CPU model, logical cores, the BLAS
+//    environment), devmap's version and worker build (the worker program's
+//    size and modification time), the worker's own description of its
+//    libraries (`worker_cpu --describe`), the device kind and its threads;
+//  - for ops, the op's signature (kind, attributes, per-sample input and
+//    output shapes, which inputs are data) and the batch;
+//  - for transfers, the pair of device kinds.
+// A change to any of them misses the cache, so a plan never uses a time
+// measured for other hardware, libraries or code.
+//
+// The file: "# devmap calibration v1" and one tab-separated line per entry:
+//   op        DEVICE_KEY  SIGNATURE  BATCH  FORWARD_S  BACKWARD_S
+//   optimizer DEVICE_KEY  OPTIMIZER  SECONDS_PER_PARAMETER
+//   link      MACHINE_KEY FROM->TO   LATENCY_S  BYTES_PER_S
+// Keys are FNV-1a hashes (hex) of their text; later lines replace earlier
+// ones with the same key.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "core/graph.h"
+#include "core/step_time.h"
+
+namespace devmap {
+
+// Where the cache lives: $DEVMAP_CALIBRATION_CACHE, else
+// $XDG_CACHE_HOME/devmap/calibration.tsv, else
+// ~/.cache/devmap/calibration.tsv.
+std::string default_calibration_path();
+
+// 16 hex digits of FNV-1a 64 over `text`.
+std::string key_hash(const std::string& text);
+
+// What an op's time depends on besides the device and the batch.
+std::string op_signature(const Graph& graph, int node);
+
+struct LinkCost {
+  double latency = 0;      // seconds per handoff
+  double bytes_per_s = 0;  // 0: no bandwidth term
+  double seconds(int64_t bytes) const {
+    return latency + (bytes_per_s > 0 ? static_cast<double>(bytes) / bytes_per_s : 0.0);
+  }
+};
+
+class CalibrationCache {
+ public:
+  // Reads `path`; a missing file is an empty cache. Throws devmap::Error
+  // (kInvalidInput) naming the line of a malformed entry.
+  static CalibrationCache load(const std::string& path);
+  // Writes every entry to `path` atomically (creating its folder).
+  void save(const std::string& path) const;
+
+  std::optional<OpSeconds> op(const std::string& device_key, const std::string& signature, int64_t batch) const;
+  // Every measured batch of one op signature on one device.
+  std::map<int64_t, OpSeconds> op_sizes(const std::string& device_key, const std::string& signature) const;
+  void put_op(const std::string& device_key, const std::string& signature, int64_t batch, OpSeconds s);
+  std::optional<double> optimizer(const std::string& device_key, const std::string& optimizer) const;
+  void put_optimizer(const std::string& device_key, const std::string& optimizer, double seconds_per_param);
+  std::optional<LinkCost> link(const std::string& machine_key, const std::string& from_kind,
+                               const std::string& to_kind) const;
+  void put_link(const std::string& machine_key, const std::string& from_kind, const std::string& to_kind,
+                LinkCost cost);
+  size_t size() const { return ops_.size() + optimizers_.size() + links_.size(); }
+
+ private:
+  std::map<std::tuple<std::string, std::string, int64_t>, OpSeconds> ops_;
+  std::map<std::pair<std::string, std::string>, double> optimizers_;
+  std::map<std::pair<std::string, std::string>, LinkCost> links_;
+};
+
+}  // namespace devmap

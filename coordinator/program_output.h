@@ -1,0 +1,19 @@
+// Runs a program with arguments (no shell interpretation of them) and
+// captures what it prints on stdout and stderr, for the short queries the
+// coordinator makes of its worker programs (--probe, --describe).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace devmap {
+
+struct ProgramOutput {
+  bool ran = false;  // false: it could not be started
+  int status = -1;   // its exit status; -1 when it did not exit normally
+  std::string text;  // stdout and stderr, trailing blanks removed
+};
+
+ProgramOutput run_program(const std::vector<std::string>& argv);
+
+}  // namespace devmap

@@ -1,0 +1,149 @@
+#include "coordinator/step_costs.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "coordinator/program_output.h"
+#include "coordinator/session.h"
+#include "core/error.h"
+
+#ifndef DEVMAP_VERSION
+#define DEVMAP_VERSION "dev"
+#endif
+
+namespace devmap {
+namespace {
+
+constexpr double kCpuFlopsPerThread = 10e9;
+constexpr double kGpuFlops = 10e12;
+constexpr double kOpOverhead = 20e-6;
+constexpr double kHandoffLatency = 30e-6;
+constexpr double kHandoffBytesPerSecond = 5e9;
+constexpr double kUpdateSecondsPerParameter = 1e-9;
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+const char* kind_name(DeviceKind k) {
+  return k == DeviceKind::kGpu ? "gpu" : "cpu";
+}
+
+// Linear between the nearest measured batches, scaled beyond them.
+std::optional<OpSeconds> interpolate(const std::map<int64_t, OpSeconds>& sizes, int64_t batch) {
+  if (sizes.empty()) return std::nullopt;
+  auto hi = sizes.lower_bound(batch);
+  if (hi != sizes.end() && hi->first == batch) return hi->second;
+  auto scaled = [&](const std::pair<const int64_t, OpSeconds>& at) {
+    const double f = static_cast<double>(batch) / static_cast<double>(at.first);
+    return OpSeconds{at.second.forward * f, at.second.backward * f};
+  };
+  if (hi == sizes.end()) return scaled(*std::prev(hi));
+  if (hi == sizes.begin()) return scaled(*hi);
+  auto lo = std::prev(hi);
+  const double w = static_cast<double>(batch - lo->first) / static_cast<double>(hi->first - lo->first);
+  return OpSeconds{lo->second.forward + w * (hi->second.forward - lo->second.forward),
+                   lo->second.backward + w * (hi->second.backward - lo->second.backward)};
+}
+
+}  // namespace
+
+std::string machine_key_text() {
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  return "cpu=" + cpu_model() + ";cores=" + std::to_string(std::thread::hardware_concurrency()) +
+         ";OPENBLAS_CORETYPE=" + (coretype ? coretype : "(unset)") + ";devmap=" + DEVMAP_VERSION;
+}
+
+std::string device_key(const Config& config, const RunOptions& options, const std::string& device) {
+  const DeviceSpec* d = config.find_device(device);
+  if (!d) throw_invalid("unknown device " + device);
+  const std::string program = find_worker_program(options, d->kind);
+  struct stat st {};
+  ::stat(program.c_str(), &st);
+  static std::map<std::string, std::string> described;  // program -> its --describe
+  auto it = described.find(program);
+  if (it == described.end()) {
+    const ProgramOutput out = run_program({program, "--describe"});
+    if (!out.ran || out.status != 0)
+      throw_runtime(program + " --describe failed (status " + std::to_string(out.status) + "): " + out.text);
+    it = described.emplace(program, out.text).first;
+  }
+  return key_hash(machine_key_text() + ";kind=" + kind_name(d->kind) + ";threads=" + std::to_string(d->threads) +
+                  ";worker=" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+                  std::to_string(st.st_mtim.tv_nsec) + ";libraries=" + it->second);
+}
+
+std::string calibration_path(const RunOptions& options) {
+  return options.calibration_path.empty() ? default_calibration_path() : options.calibration_path;
+}
+
+JobMemory plan_run_memory_with_costs(const Config& config, const RunOptions& options, const PlanInputs& inputs,
+                                     int64_t batch, int64_t eval_batch, const std::vector<int>& outputs) {
+  if (!config.train.auto_micro_batches()) return plan_run_memory(config, inputs, batch, eval_batch, outputs);
+  const PlanCosts costs = plan_costs(config, options, *inputs.graph);
+  JobMemory m = plan_run_memory(config, inputs, batch, eval_batch, outputs, &costs.costs);
+  m.estimated.assign(costs.estimated->begin(), costs.estimated->end());
+  return m;
+}
+
+PlanCosts plan_costs(const Config& config, const RunOptions& options, const Graph& graph) {
+  PlanCosts pc;
+  pc.cache_path = calibration_path(options);
+  auto cache = std::make_shared<CalibrationCache>(CalibrationCache::load(pc.cache_path));
+  auto keys = std::make_shared<std::map<std::string, std::string>>();
+  for (const DeviceSpec& d : config.devices) {
+    try {
+      (*keys)[d.name] = device_key(config, options, d.name);
+    } catch (const Error&) {
+      // A device whose worker cannot run here has no measurements.
+    }
+  }
+  const std::string machine = key_hash(machine_key_text());
+  auto estimated = pc.estimated;
+  const Graph* g = &graph;
+  const Config* cfg = &config;
+  pc.costs.op = [=](int node, const std::string& device, int64_t batch) {
+    const Node& n = g->node(node);
+    if (auto k = keys->find(device); k != keys->end())
+      if (auto s = interpolate(cache->op_sizes(k->second, op_signature(*g, node)), batch)) return *s;
+    estimated->insert(n.name + " on " + device);
+    const DeviceSpec* d = cfg->find_device(device);
+    const double rate = d && d->kind == DeviceKind::kGpu ? kGpuFlops : kCpuFlopsPerThread * (d ? d->threads : 1);
+    return OpSeconds{kOpOverhead + n.forward_flops(batch) / rate,
+                     n.schema->differentiable ? kOpOverhead + n.backward_flops(batch) / rate : 0.0};
+  };
+  pc.costs.transfer = [=](const std::string& from, const std::string& to, int64_t bytes) {
+    const DeviceSpec* a = cfg->find_device(from);
+    const DeviceSpec* b = cfg->find_device(to);
+    if (a && b)
+      if (auto link = cache->link(machine, kind_name(a->kind), kind_name(b->kind))) return link->seconds(bytes);
+    estimated->insert("handoffs " + from + " -> " + to);
+    return kHandoffLatency + static_cast<double>(bytes) / kHandoffBytesPerSecond;
+  };
+  const std::string optimizer = optimizer_kind_name(config.train.optimizer.kind);
+  pc.costs.optimizer = [=](const std::string& device) {
+    int64_t params = 0;
+    for (const Node& n : g->nodes())
+      if (n.device == device) params += n.param_bytes() / 4;
+    double per_param = kUpdateSecondsPerParameter;
+    bool measured = false;
+    if (auto k = keys->find(device); k != keys->end())
+      if (auto s = cache->optimizer(k->second, optimizer)) {
+        per_param = *s;
+        measured = true;
+      }
+    if (!measured && params > 0) estimated->insert("the optimizer update on " + device);
+    return per_param * static_cast<double>(params);
+  };
+  return pc;
+}
+
+}  // namespace devmap

@@ -1,0 +1,54 @@
+// The costs a plan predicts step times with (core/step_time.h): times
+// measured on this machine by `coordinator calibrate` where the calibration
+// cache has them for the op, device and batch (between two measured
+// batches: interpolated linearly; beyond them: scaled with the batch), else
+// an analytical estimate: FLOPs at an assumed rate (a CPU thread 10
+// GFLOP/s, a GPU 10 TFLOP/s) plus 20 us per op, handoffs 30 us plus 5 GB/s,
+// updates 1 ns per parameter. Every use of the estimate is recorded, so a
+// plan can say what it did not measure.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "coordinator/calibration_cache.h"
+#include "coordinator/config.h"
+#include "coordinator/job_memory.h"
+#include "coordinator/run_options.h"
+#include "core/step_time.h"
+
+namespace devmap {
+
+// The machine as the cache keys it: CPU model, logical cores, the BLAS
+// environment and devmap's version.
+std::string machine_key_text();
+// A device's cache key: the machine, the device's kind and threads, its
+// worker program (size and modification time) and that program's
+// description of its libraries (`--describe`). Throws devmap::Error when
+// the worker program is missing or cannot describe itself.
+std::string device_key(const Config& config, const RunOptions& options, const std::string& device);
+
+struct PlanCosts {
+  StepCosts costs;
+  std::string cache_path;
+  // "conv1 forward on cpu:0 at batch 16"-style phrases of what was
+  // estimated rather than measured, filled as the costs are asked for.
+  std::shared_ptr<std::set<std::string>> estimated = std::make_shared<std::set<std::string>>();
+};
+
+// options.calibration_path, else default_calibration_path().
+std::string calibration_path(const RunOptions& options);
+
+// Costs for `graph` (placed or not) on the config's devices, from the
+// cache at calibration_path(options). `config` and `graph` must outlive
+// the costs.
+PlanCosts plan_costs(const Config& config, const RunOptions& options, const Graph& graph);
+
+// The plan of a run (plan_run_memory) with the costs it needs: for
+// micro_batches auto, plan_costs(); `estimated` lists what they did not
+// measure.
+JobMemory plan_run_memory_with_costs(const Config& config, const RunOptions& options, const PlanInputs& inputs,
+                                     int64_t batch, int64_t eval_batch, const std::vector<int>& outputs);
+
+}  // namespace devmap

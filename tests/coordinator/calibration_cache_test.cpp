@@ -1,0 +1,64 @@
+// The calibration cache: what `coordinator calibrate` measured survives a
+// save and a load, keyed by device and op signature; a damaged file is an
+// error naming its line.
+#include "coordinator/calibration_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "tests/coordinator/temp_dir.h"
+#include "tests/core/graph_builders.h"
+
+namespace devmap {
+namespace {
+
+TEST(CalibrationCache, EntriesSurviveASaveAndALoad) {
+  test::TempDir dir;
+  const std::string path = dir.file("sub/cal.tsv");
+  CalibrationCache c;
+  c.put_op("dev", "conv2d(k=5) in [1,28,28]d out [32,28,28]", 16, OpSeconds{1.5e-3, 3.25e-3});
+  c.put_op("dev", "conv2d(k=5) in [1,28,28]d out [32,28,28]", 32, OpSeconds{2.5e-3, 5e-3});
+  c.put_optimizer("dev", "momentum", 2e-9);
+  c.put_link("machine", "cpu", "cpu", LinkCost{40e-6, 8e9});
+  c.save(path);
+  const CalibrationCache back = CalibrationCache::load(path);
+  EXPECT_EQ(back.size(), 4u);
+  const auto op = back.op("dev", "conv2d(k=5) in [1,28,28]d out [32,28,28]", 16);
+  ASSERT_TRUE(op.has_value());
+  EXPECT_DOUBLE_EQ(op->forward, 1.5e-3);
+  EXPECT_DOUBLE_EQ(op->backward, 3.25e-3);
+  EXPECT_EQ(back.op_sizes("dev", "conv2d(k=5) in [1,28,28]d out [32,28,28]").size(), 2u);
+  EXPECT_FALSE(back.op("other device", "conv2d(k=5) in [1,28,28]d out [32,28,28]", 16).has_value());
+  EXPECT_FALSE(back.op("dev", "conv2d(k=3) in [1,28,28]d out [32,28,28]", 16).has_value());
+  EXPECT_DOUBLE_EQ(*back.optimizer("dev", "momentum"), 2e-9);
+  EXPECT_FALSE(back.optimizer("dev", "adam").has_value());
+  EXPECT_NEAR(back.link("machine", "cpu", "cpu")->seconds(8000), 41e-6, 1e-12);
+  EXPECT_FALSE(back.link("machine", "cpu", "gpu").has_value());
+}
+
+TEST(CalibrationCache, AMissingFileIsEmptyAndADamagedOneNamesItsLine) {
+  test::TempDir dir;
+  EXPECT_EQ(CalibrationCache::load(dir.file("none.tsv")).size(), 0u);
+  const std::string bad = dir.write("bad.tsv", "# devmap calibration v1\nop\tdev\tabc\t16\t0.1\n");
+  try {
+    CalibrationCache::load(bad);
+    FAIL() << "a damaged cache loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(std::string(e.what()).find(bad + ":2: not a calibration entry"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CalibrationCache, AnOpsSignatureNamesWhatItsTimeDependsOn) {
+  const Graph g = reference_cnn();
+  const std::string conv1 = op_signature(g, g.find("conv1"));
+  const std::string conv2 = op_signature(g, g.find("conv2"));
+  EXPECT_NE(conv1, conv2);
+  EXPECT_EQ(conv1.rfind("conv2d(", 0), 0u) << conv1;
+  EXPECT_NE(conv1.find("[1,28,28]d"), std::string::npos) << conv1;  // its input is data: no input gradient
+  EXPECT_EQ(conv2.find("]d"), std::string::npos) << conv2;
+  EXPECT_EQ(op_signature(g, g.find("conv1")), conv1);  // the same op, the same key
+}
+
+}  // namespace
+}  // namespace devmap

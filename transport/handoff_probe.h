@@ -1,0 +1,25 @@
+// Handoffs through a real slot ring between two processes: the caller
+// produces tensors of `bytes` into a two-slot ShmChannel ring and a forked
+// consumer reads every byte of each in place and releases its slot, as a
+// consuming kernel would. For `coordinator calibrate` (the cost of a cut
+// edge) and bench/transport_bench.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace devmap {
+
+struct HandoffTiming {
+  size_t bytes = 0;
+  int count = 0;  // handoffs made
+  double seconds_per_handoff = 0;
+  uint64_t bytes_copied = 0;  // by the transport (0 between CPU processes)
+};
+
+// About `budget_seconds` of back-to-back handoffs (at least 20). Throws
+// devmap::Error (kRuntime) when the consumer cannot be started or dies.
+// The caller must hold no ZeroMQ context across the call's fork.
+HandoffTiming measure_handoffs(size_t bytes, double budget_seconds);
+
+}  // namespace devmap
