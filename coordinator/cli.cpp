@@ -128,6 +128,14 @@ const std::vector<OptionSpec>& options() {
        "images per step (default: predict.batch, else\ntrain.eval_batch_size; for plan, the job's batch)",
        [](CL& c, S f, S v) { c.predict.batch = parse_positive(f, v, int64_t{1} << 24); }},
       {"--json", nullptr, kPlan, "print the plan as JSON", [](CL& c, S, S) { c.json = true; }},
+      {"--dot", "FILE", kPlan,
+       "draw the placement with Graphviz: a cluster per device,\nops inside, cut edges labelled with their bytes "
+       "per\nstep; FILE.svg or FILE.png is rendered, else DOT text",
+       [](CL& c, S, S v) { c.dot_path = v; }},
+      {"--emit-map", "FILE", kPlan,
+       "write the config with its placement as a plain device\nmap (default + place per op) and the "
+       "micro-batches the\nplan runs: a file to read, edit and launch as it is",
+       [](CL& c, S, S v) { c.emit_map_path = v; }},
       {"--version", nullptr, kAll, "print the version and exit", [](CL& c, S, S) { c.version = true; }},
       {"--help", nullptr, kAll, "this text (also -h); SUBCOMMAND --help: its own options",
        [](CL& c, S, S) { c.help = true; }},

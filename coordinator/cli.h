@@ -19,7 +19,8 @@ struct CommandLine {
   RunOptions run;
   PredictOptions predict;
   CalibrateOptions calibrate;
-  bool json = false;  // plan --json
+  bool json = false;                    // plan --json
+  std::string dot_path, emit_map_path;  // plan --dot, --emit-map
   bool help = false;
   bool version = false;
 };

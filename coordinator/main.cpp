@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
     if (cl.subcommand == "predict") cl.overrides.insert(cl.overrides.begin(), "job=predict");
     Config config = load_config(cl.config_path, cl.overrides);
     set_grace_period(std::chrono::milliseconds(static_cast<int64_t>(config.faults.grace_period * 1000)));
-    if (cl.subcommand == "plan") return run_plan(config, PlanOptions{cl.json, cl.predict.batch, cl.run});
+    if (cl.subcommand == "plan")
+      return run_plan(config, PlanOptions{cl.json, cl.predict.batch, cl.run, cl.dot_path, cl.emit_map_path});
     if (cl.subcommand == "calibrate") return run_calibrate(config, cl.run, cl.calibrate);
     resolve_gpu_placement(config, cl.run, std::cerr);
     check_process_limits(config);

@@ -2,7 +2,10 @@
 
 #include <iostream>
 
+#include "coordinator/atomic_file.h"
+#include "coordinator/device_map_writer.h"
 #include "coordinator/job_memory.h"
+#include "coordinator/placement_dot.h"
 #include "coordinator/plan_report.h"
 #include "coordinator/predict_job.h"
 #include "coordinator/session.h"
@@ -29,6 +32,17 @@ int run_plan(const Config& config, const PlanOptions& options) {
     std::cout << memory_plan_json(info, memory, graph) << "\n";
   else
     print_memory_plan(info, memory, graph, std::cout);
+  if (!options.dot_path.empty()) {
+    write_placement_picture(options.dot_path, placement_dot({&config, &graph, &partition, &memory, batch}));
+    std::cerr << "devmap: placement picture: " << options.dot_path << "\n";
+  }
+  if (!options.emit_map_path.empty()) {
+    const std::string header = "The placement of " + config.path + " as `coordinator plan --emit-map` wrote it:\n" +
+                               "launch this file as it is, or edit device_map.";
+    write_file_atomically(options.emit_map_path, config_with_device_map({&config, &graph, memory.split.count, header}),
+                          "--emit-map");
+    std::cerr << "devmap: device map: " << options.emit_map_path << "\n";
+  }
   return 0;
 }
 

@@ -11,8 +11,10 @@ namespace devmap {
 
 struct PlanOptions {
   bool json = false;
-  int64_t batch = 0;  // 0: the job's own (train.batch_size, or predict.batch / train.eval_batch_size)
-  RunOptions run;     // where the workers and the calibration cache are (micro_batches auto)
+  int64_t batch = 0;          // 0: the job's own (train.batch_size, or predict.batch / train.eval_batch_size)
+  RunOptions run;             // where the workers and the calibration cache are (micro_batches auto)
+  std::string dot_path;       // --dot FILE: the placement as a Graphviz picture (placement_dot.h)
+  std::string emit_map_path;  // --emit-map FILE: the config with the placement as a device map
 };
 
 int run_plan(const Config& config, const PlanOptions& options);

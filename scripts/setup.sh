@@ -5,7 +5,8 @@
 #
 #   scripts/setup.sh            build, test, data and benchmark-peer dependencies
 #                               (python3-torch: a test checks devmap against it;
-#                               ccache: CMake uses it when present)
+#                               ccache: CMake uses it when present;
+#                               graphviz: coordinator plan --dot FILE.svg)
 set -euo pipefail
 
 packages=(
@@ -15,10 +16,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
   python3-torch python3-numpy
+  graphviz
 )
 for arg in "$@"; do
   case "$arg" in
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (known: --help)" >&2; exit 2 ;;
   esac
 done

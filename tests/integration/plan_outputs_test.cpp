@@ -1,0 +1,87 @@
+// `coordinator plan --emit-map` writes the config with its placement as a
+// plain device map that trains with the same bits as the config itself;
+// `--dot` draws the placement (DOT text, or SVG through Graphviz).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/support/metrics.h"
+#include "tests/support/run_process.h"
+
+namespace devmap::testing {
+namespace {
+
+const std::string kConfigs = std::string(DEVMAP_SOURCE_DIR) + "/configs/";
+
+std::vector<std::string> step_losses(const std::string& metrics) {
+  std::vector<std::string> out;
+  std::istringstream in(read_file(metrics));
+  for (std::string line; std::getline(in, line);)
+    if (json_field(line, "event") == "step") out.push_back(json_field(line, "loss"));
+  return out;
+}
+
+TEST(PlanOutputs, AnEmittedMapTrainsWithTheBitsOfItsConfig) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
+  TempDir dir;
+  const std::string config = kConfigs + "fashion_mnist_cnn_3way.yaml", map = dir.path() + "/map.yaml";
+  const std::vector<std::string> small = {"--set", "data.train_limit=320", "--set", "data.test_limit=64",
+                                          "--set", "train.batch_size=32",  "--set", "train.max_steps=8"};
+  std::vector<std::string> plan = {DEVMAP_COORDINATOR_BIN,          "plan", config, "--emit-map", map, "--set",
+                                   "train.pipeline.micro_batches=2"};
+  plan.insert(plan.end(), small.begin(), small.end());
+  const ProcessResult p = run_process(plan, dir.path());
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const std::string text = read_file(map);
+  EXPECT_NE(text.find("device_map:\n  default: cpu:0\n  place:\n    conv2: cpu:1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("micro_batches: 2"), std::string::npos) << text;
+  auto train = [&](const std::string& cfg, const std::string& name, bool extra) {
+    std::vector<std::string> args = {DEVMAP_COORDINATOR_BIN,
+                                     "train",
+                                     cfg,
+                                     "--metrics",
+                                     dir.path() + "/" + name,
+                                     "--log-every",
+                                     "1",
+                                     "--checkpoint",
+                                     dir.path() + "/" + name + ".safetensors"};
+    if (extra) {
+      args.insert(args.end(), small.begin(), small.end());
+      args.insert(args.end(), {"--set", "train.pipeline.micro_batches=2"});
+    }
+    const ProcessResult r = run_process(args, dir.path(), {"TMPDIR=" + dir.path()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return step_losses(dir.path() + "/" + name);
+  };
+  const std::vector<std::string> original = train(config, "original.jsonl", true);
+  ASSERT_EQ(original.size(), 8u);
+  EXPECT_EQ(train(map, "emitted.jsonl", false), original);  // the file as it is: its own settings
+}
+
+TEST(PlanOutputs, DotDrawsEveryDeviceAndTheBytesThatCross) {
+  TempDir dir;
+  const std::string dot = dir.path() + "/placement.dot";
+  const ProcessResult r = run_process(
+      {DEVMAP_COORDINATOR_BIN, "plan", kConfigs + "fashion_mnist_cnn_split.yaml", "--dot", dot}, dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = read_file(dot);
+  EXPECT_EQ(text.rfind("digraph devmap {", 0), 0u) << text;
+  EXPECT_NE(text.find("subgraph cluster_0 {\n    label=\"cpu:0 (1 thread)"), std::string::npos) << text;
+  EXPECT_NE(text.find("subgraph cluster_1 {\n    label=\"cpu:1 (1 thread)"), std::string::npos) << text;
+  // pool2 [64,64,7,7] floats cross to cpu:1 and its gradient comes back.
+  EXPECT_NE(text.find("\"pool2\" -> \"flat\" [style=bold, color=firebrick, fontcolor=firebrick, "
+                      "label=\"784.0 KiB\\n+ 784.0 KiB gradient back per step\"]"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\"conv1\" -> \"relu1\";"), std::string::npos) << text;
+  if (std::system("command -v dot >/dev/null 2>&1") != 0) GTEST_SKIP() << "Graphviz is absent: run scripts/setup.sh";
+  const std::string svg = dir.path() + "/placement.svg";
+  const ProcessResult s = run_process(
+      {DEVMAP_COORDINATOR_BIN, "plan", kConfigs + "fashion_mnist_cnn_split.yaml", "--dot", svg}, dir.path());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(read_file(svg).find("<svg"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace devmap::testing
