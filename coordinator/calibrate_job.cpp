@@ -153,6 +153,14 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
                                b == t.backward.end() ? 0.0 : median_of(b->second)});
         ++written;
       }
+      // The device's rate over the whole model, for ops it has no time of.
+      double seconds = 0;
+      for (const auto& [node, v] : t.forward) seconds += median_of(v);
+      for (const auto& [node, v] : t.backward) seconds += median_of(v);
+      if (batch == largest && seconds > 0) {
+        cache.put_rate(key, c.graph.training_flops(batch) / seconds);
+        ++written;
+      }
       const int64_t params = c.graph.param_count();
       if (params > 0 && !t.update.empty()) {
         cache.put_optimizer(key, optimizer, median_of(t.update) / static_cast<double>(params));

@@ -107,6 +107,8 @@ CalibrationCache CalibrationCache::load(const std::string& path) {
       cache.ops_[{f[1], f[2], static_cast<int64_t>(batch)}] = OpSeconds{number(f[4], where), number(f[5], where)};
     } else if (f[0] == "optimizer" && f.size() == 4) {
       cache.optimizers_[{f[1], f[2]}] = number(f[3], where);
+    } else if (f[0] == "rate" && f.size() == 3) {
+      cache.rates_[f[1]] = number(f[2], where);
     } else if (f[0] == "link" && f.size() == 5) {
       cache.links_[{f[1], f[2]}] = LinkCost{number(f[3], where), number(f[4], where)};
     } else {
@@ -124,6 +126,7 @@ void CalibrationCache::save(const std::string& path) const {
         << format_seconds(s.forward) << "\t" << format_seconds(s.backward) << "\n";
   for (const auto& [key, s] : optimizers_)
     out << "optimizer\t" << key.first << "\t" << key.second << "\t" << format_seconds(s) << "\n";
+  for (const auto& [key, r] : rates_) out << "rate\t" << key << "\t" << format_seconds(r) << "\n";
   for (const auto& [key, c] : links_)
     out << "link\t" << key.first << "\t" << key.second << "\t" << format_seconds(c.latency) << "\t"
         << format_seconds(c.bytes_per_s) << "\n";
@@ -161,6 +164,16 @@ std::optional<double> CalibrationCache::optimizer(const std::string& device_key,
 void CalibrationCache::put_optimizer(const std::string& device_key, const std::string& optimizer,
                                      double seconds_per_param) {
   optimizers_[{device_key, optimizer}] = seconds_per_param;
+}
+
+std::optional<double> CalibrationCache::rate(const std::string& device_key) const {
+  auto it = rates_.find(device_key);
+  if (it == rates_.end()) return std::nullopt;
+  return it->second;
+}
+
+void CalibrationCache::put_rate(const std::string& device_key, double flops_per_s) {
+  rates_[device_key] = flops_per_s;
 }
 
 std::optional<LinkCost> CalibrationCache::link(const std::string& machine_key, const std::string& from_kind,

@@ -15,6 +15,7 @@
 //   op        DEVICE_KEY  SIGNATURE  BATCH  FORWARD_S  BACKWARD_S
 //   optimizer DEVICE_KEY  OPTIMIZER  SECONDS_PER_PARAMETER
 //   link      MACHINE_KEY FROM->TO   LATENCY_S  BYTES_PER_S
+//   rate      DEVICE_KEY  FLOPS_PER_S   (the device's rate over a whole model)
 // Keys are FNV-1a hashes (hex) of their text; later lines replace earlier
 // ones with the same key.
 #pragma once
@@ -63,16 +64,19 @@ class CalibrationCache {
   void put_op(const std::string& device_key, const std::string& signature, int64_t batch, OpSeconds s);
   std::optional<double> optimizer(const std::string& device_key, const std::string& optimizer) const;
   void put_optimizer(const std::string& device_key, const std::string& optimizer, double seconds_per_param);
+  std::optional<double> rate(const std::string& device_key) const;
+  void put_rate(const std::string& device_key, double flops_per_s);
   std::optional<LinkCost> link(const std::string& machine_key, const std::string& from_kind,
                                const std::string& to_kind) const;
   void put_link(const std::string& machine_key, const std::string& from_kind, const std::string& to_kind,
                 LinkCost cost);
-  size_t size() const { return ops_.size() + optimizers_.size() + links_.size(); }
+  size_t size() const { return ops_.size() + optimizers_.size() + links_.size() + rates_.size(); }
 
  private:
   std::map<std::tuple<std::string, std::string, int64_t>, OpSeconds> ops_;
   std::map<std::pair<std::string, std::string>, double> optimizers_;
   std::map<std::pair<std::string, std::string>, LinkCost> links_;
+  std::map<std::string, double> rates_;
 };
 
 }  // namespace devmap

@@ -94,6 +94,18 @@ JobMemory plan_run_memory_with_costs(const Config& config, const RunOptions& opt
   return m;
 }
 
+RunPrediction predict_run_step(const Config& config, const RunOptions& options, const Graph& graph,
+                               const Partition& partition, const JobMemory& memory) {
+  const PlanCosts costs = plan_costs(config, options, graph);
+  const bool training = !memory.rounds || !memory.pipeline.by_count.empty();
+  RunPrediction p;
+  p.step_seconds = predict_step(partition, training, memory.rounds ? memory.pipeline.kind : PipelineKind::kNone,
+                                memory.split.requested, static_cast<int>(memory.split.count), costs.costs)
+                       .seconds;
+  p.estimated.assign(costs.estimated->begin(), costs.estimated->end());
+  return p;
+}
+
 PlanCosts plan_costs(const Config& config, const RunOptions& options, const Graph& graph) {
   PlanCosts pc;
   pc.cache_path = calibration_path(options);
@@ -116,7 +128,9 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
       if (auto s = interpolate(cache->op_sizes(k->second, op_signature(*g, node)), batch)) return *s;
     estimated->insert(n.name + " on " + device);
     const DeviceSpec* d = cfg->find_device(device);
-    const double rate = d && d->kind == DeviceKind::kGpu ? kGpuFlops : kCpuFlopsPerThread * (d ? d->threads : 1);
+    double rate = d && d->kind == DeviceKind::kGpu ? kGpuFlops : kCpuFlopsPerThread * (d ? d->threads : 1);
+    if (auto k = keys->find(device); k != keys->end())
+      if (auto measured = cache->rate(k->second)) rate = *measured;
     return OpSeconds{kOpOverhead + n.forward_flops(batch) / rate,
                      n.schema->differentiable ? kOpOverhead + n.backward_flops(batch) / rate : 0.0};
   };

@@ -2,8 +2,9 @@
 // measured on this machine by `coordinator calibrate` where the calibration
 // cache has them for the op, device and batch (between two measured
 // batches: interpolated linearly; beyond them: scaled with the batch), else
-// an analytical estimate: FLOPs at an assumed rate (a CPU thread 10
-// GFLOP/s, a GPU 10 TFLOP/s) plus 20 us per op, handoffs 30 us plus 5 GB/s,
+// an analytical estimate: FLOPs at the device's rate measured over a whole
+// model by a calibration, else at an assumed one (a CPU thread 10 GFLOP/s,
+// a GPU 10 TFLOP/s), plus 20 us per op, handoffs 30 us plus 5 GB/s,
 // updates 1 ns per parameter. Every use of the estimate is recorded, so a
 // plan can say what it did not measure.
 #pragma once
@@ -50,5 +51,14 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
 // measure.
 JobMemory plan_run_memory_with_costs(const Config& config, const RunOptions& options, const PlanInputs& inputs,
                                      int64_t batch, int64_t eval_batch, const std::vector<int>& outputs);
+
+// The predicted time of a step of the run `memory` plans over `partition`
+// (its schedule and micro-batches), from plan_costs().
+struct RunPrediction {
+  double step_seconds = 0;
+  std::vector<std::string> estimated;  // what was not measured (empty: all calibrated)
+};
+RunPrediction predict_run_step(const Config& config, const RunOptions& options, const Graph& graph,
+                               const Partition& partition, const JobMemory& memory);
 
 }  // namespace devmap

@@ -245,6 +245,7 @@ class Trainer {
     if (options_.param_stats) feeder.set_first_step_flags(wire::kParamStats);
     step_ = 0;
     epochs_done_ = 0;
+    steady_steps_.clear();
     if (resume) resume_from_checkpoint(group);
     const int64_t start_step = step_;
     double last_loss = 0;
@@ -317,6 +318,7 @@ class Trainer {
       std::vector<double> steady(
           step_seconds.begin() + std::min<ptrdiff_t>(5, static_cast<ptrdiff_t>(step_seconds.size()) / 2),
           step_seconds.end());
+      steady_steps_.insert(steady_steps_.end(), steady.begin(), steady.end());
       double med = median(steady);
       JsonObject j;
       j.add("event", "epoch").add("epoch", epoch).add("steps", static_cast<int64_t>(step_seconds.size()));
@@ -352,6 +354,12 @@ class Trainer {
     if (!metric_name_.empty()) done.add("test_" + metric_name_, last_eval.metric);
     done.add("restarts", restarts_);
     done.add("coordinator_vm_hwm_bytes", static_cast<int64_t>(read_vm_hwm_bytes()));
+    // The step time the cost model predicted for this run, against the
+    // measured one (the median step after each epoch's warm-up).
+    const RunPrediction predicted = predict_run_step(config_, options_, session.graph(), session.partition(), memory);
+    const double measured = median(steady_steps_);
+    done.add("measured_step_ms", measured * 1e3).add("predicted_step_ms", predicted.step_seconds * 1e3);
+    done.add("predicted_from", predicted.estimated.empty() ? "calibration" : "estimates");
     metrics_->write(done);
     std::cout << "done, ";
     if (start_step > 0)
@@ -364,6 +372,12 @@ class Trainer {
                 << tc_.epochs * steps_per_epoch_ << " steps)";
     std::cout << "\n";
     print_busy(group.busy(), std::cout);
+    std::cout << "step time: measured " << fmt("%.1f", measured * 1e3) << " ms (median), predicted "
+              << fmt("%.1f", predicted.step_seconds * 1e3) << " ms"
+              << (predicted.estimated.empty()
+                      ? " from the calibration"
+                      : " from FLOPs estimates (run `coordinator calibrate " + config_.path + "` to measure)")
+              << "\n";
     std::cout << "weights: " << store_.path() << "\nmetrics: " << metrics_->path() << std::endl;
     finish_trace(trace_.get(), std::cerr);
     return 0;
@@ -465,6 +479,7 @@ class Trainer {
   std::unique_ptr<TraceLog> trace_;  // --trace, or null
   bool nonfinite_reported_ = false;
   int image_node_ = -1, label_node_ = -1;
+  std::vector<double> steady_steps_;  // every epoch's step times after its warm-up
   std::string metric_name_;
   Dataset train_, test_;
   int64_t steps_per_epoch_ = 0;

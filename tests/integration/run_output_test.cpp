@@ -62,15 +62,20 @@ TEST_F(RunOutput, ResultsGoToStdoutAndProgressToStderr) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // stdout: the epoch lines and the summary, nothing else.
   std::vector<std::string> out = lines_of(r.out);
-  ASSERT_GE(out.size(), 5u) << r.out;
+  ASSERT_GE(out.size(), 7u) << r.out;
   EXPECT_TRUE(std::regex_match(
       out[0], std::regex(R"(epoch 1: train loss \d\.\d{4}, test loss \d\.\d{4}, test accuracy \d\.\d{4})")))
       << out[0];
   EXPECT_TRUE(std::regex_match(out[1], std::regex(R"(epoch 2: train loss .*)"))) << out[1];
   EXPECT_TRUE(std::regex_match(out[2], std::regex(R"(done, 20 steps in \d+\.\d s)"))) << out[2];
   EXPECT_TRUE(std::regex_match(out[3], std::regex(R"(device busy: cpu:0 \d+% of the step time)"))) << out[3];
-  EXPECT_EQ(out[4], "weights: " + out_dir + "/fashion_mnist_cnn.safetensors");
-  EXPECT_EQ(out[5], "metrics: " + out_dir + "/metrics.jsonl");
+  EXPECT_TRUE(std::regex_match(
+      out[4],
+      std::regex(
+          R"(step time: measured \d+\.\d ms \(median\), predicted \d+\.\d ms from (the calibration|FLOPs estimates .*))")))
+      << out[4];
+  EXPECT_EQ(out[5], "weights: " + out_dir + "/fashion_mnist_cnn.safetensors");
+  EXPECT_EQ(out[6], "metrics: " + out_dir + "/metrics.jsonl");
   EXPECT_EQ(r.out.find("[#"), std::string::npos) << "a progress bar on stdout";
   // stderr, not a terminal: a plain progress line every tenth of the epoch
   // (10 steps: one a step), the loss in it the running mean of the epoch.
