@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 
 #include "coordinator/config_device_map.h"
 #include "coordinator/config_devices.h"
@@ -49,6 +50,38 @@ DataConfig read_data(const YamlSource& src, const YAML::Node& node) {
   return data;
 }
 
+// A number as %g writes it ("0.001", "1e-05").
+std::string shortest(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+LrSchedule read_schedule(const YamlSource& src, const YAML::Node& node) {
+  MapReader map(src, node, section("train.optimizer.schedule"), config_keys::kSchedule);
+  LrSchedule s;
+  const std::string type = map.get_choice("type", "constant", config_keys::kScheduleTypes);
+  const std::vector<std::string> valid = config_keys::schedule_keys(type);
+  for (const std::string& key : map.keys())
+    if (std::find(valid.begin(), valid.end(), key) == valid.end())
+      src.fail(map.key_node(key), "train.optimizer.schedule." + key + " does not apply to schedule type '" + type +
+                                      "' (its keys: " + join_names(valid) + ")");
+  s.kind = type == "step"     ? LrSchedule::Kind::kStep
+           : type == "cosine" ? LrSchedule::Kind::kCosine
+                              : LrSchedule::Kind::kConstant;
+  constexpr int64_t kMaxSteps = int64_t{1} << 40;
+  s.warmup_steps = map.get_int("warmup_steps", 0, 0, kMaxSteps);
+  s.warmup_start_factor = map.get_number("warmup_start_factor", s.warmup_start_factor, NumberRange{0, false, 1, true});
+  if (s.kind == LrSchedule::Kind::kStep) {
+    if (!map.has("step_size")) map.fail_missing("step_size");
+    s.step_size = map.get_int("step_size", 1, 1, kMaxSteps);
+    s.gamma = map.get_number("gamma", s.gamma, NumberRange{0, false});
+  }
+  s.min_learning_rate = map.get_number("min_learning_rate", 0.0, NumberRange{0, true});
+  s.cosine_steps = map.get_int("steps", 0, 0, kMaxSteps);
+  return s;
+}
+
 OptimizerConfig read_optimizer(const YamlSource& src, const YAML::Node& node) {
   MapReader map(src, node, section("train.optimizer"), config_keys::kOptimizer);
   OptimizerConfig opt;
@@ -72,6 +105,14 @@ OptimizerConfig read_optimizer(const YamlSource& src, const YAML::Node& node) {
   opt.beta1 = map.get_number("beta1", opt.beta1, unit);
   opt.beta2 = map.get_number("beta2", opt.beta2, unit);
   opt.epsilon = map.get_number("epsilon", opt.epsilon, positive);
+  if (map.has("schedule")) {
+    opt.schedule = read_schedule(src, map.value("schedule"));
+    if (opt.schedule.min_learning_rate > opt.learning_rate)
+      src.fail(map.value("schedule")["min_learning_rate"],
+               "train.optimizer.schedule.min_learning_rate " + shortest(opt.schedule.min_learning_rate) +
+                   " is above train.optimizer.learning_rate " + shortest(opt.learning_rate) +
+                   ": the cosine falls from the learning rate to this minimum");
+  }
   return opt;
 }
 
@@ -186,6 +227,7 @@ Config load_tree(YAML::Node root, const std::string& name, const std::vector<std
   ModelGraph model = build_model_graph(top.value("model"), src, config.job, config.devices);
   check_place_matches(device_map.place, model.graph, model.groups, src);
   config.placement_reason = place_ops(model.graph, model.requests, device_map.place, config.default_device);
+  check_placed_ops_supported(model.graph, config.devices, config.placement_reason);
   config.graph = std::move(model.graph);
   config.resolved_yaml = emit(root);
   return config;

@@ -7,14 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "core/device_kind.h"
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/kernel.h"
 #include "core/pipeline_schedule.h"
 
 namespace devmap {
-
-enum class DeviceKind { kCpu, kGpu };
 
 struct DeviceSpec {
   std::string name;  // "cpu:0", "gpu:0"

@@ -23,7 +23,7 @@ inline const std::vector<std::string> kTrain = {
 inline const std::vector<std::string> kPipeline = {"schedule", "micro_batches"};
 // Every optimizer key; each type accepts a subset (optimizer_keys).
 inline const std::vector<std::string> kOptimizer = {"type",  "learning_rate", "momentum", "weight_decay",
-                                                    "beta1", "beta2",         "epsilon"};
+                                                    "beta1", "beta2",         "epsilon",  "schedule"};
 // The keys optimizer `type` reads (one of kOptimizerTypes; others: those of
 // every type).
 inline std::vector<std::string> optimizer_keys(const std::string& type) {
@@ -31,6 +31,21 @@ inline std::vector<std::string> optimizer_keys(const std::string& type) {
   if (type == "momentum") keys.push_back("momentum");
   if (type == "adam") keys.insert(keys.end(), {"beta1", "beta2", "epsilon"});
   if (type != "sgd" && type != "momentum" && type != "adam") return kOptimizer;
+  keys.push_back("schedule");
+  return keys;
+}
+// train.optimizer.schedule: every key; each type accepts a subset
+// (schedule_keys).
+inline const std::vector<std::string> kSchedule = {
+    "type", "warmup_steps", "warmup_start_factor", "step_size", "gamma", "min_learning_rate", "steps"};
+inline const std::vector<std::string> kScheduleTypes = {"constant", "step", "cosine"};
+// The keys schedule `type` reads (one of kScheduleTypes; others: those of
+// every type).
+inline std::vector<std::string> schedule_keys(const std::string& type) {
+  std::vector<std::string> keys = {"type", "warmup_steps", "warmup_start_factor"};
+  if (type == "step") keys.insert(keys.end(), {"step_size", "gamma"});
+  if (type == "cosine") keys.insert(keys.end(), {"min_learning_rate", "steps"});
+  if (type != "constant" && type != "step" && type != "cosine") return kSchedule;
   return keys;
 }
 inline const std::vector<std::string> kDevice = {"threads", "memory_limit", "affinity"};

@@ -160,11 +160,13 @@ void require_role(const Graph& graph, OpRole role, const YamlSource& src, const 
   if (graph.find_role(role) < 0) src.fail(ops, missing_message);
 }
 
-// Every loss and metric op reads logits [K] and a labels op with K classes.
+// Every op that reads labels (second_input_is_labels) reads logits [K] and
+// a labels op with K classes.
 void check_label_classes(const Graph& graph) {
   for (OpRole role : {OpRole::kLoss, OpRole::kMetric}) {
     for (int i : graph.find_all_role(role)) {
       const Node& op = graph.node(i);
+      if (!op.schema->second_input_is_labels) continue;
       const Node& labels = graph.node(op.inputs[1]);
       if (labels.schema->role != OpRole::kLabelInput)
         throw_invalid(op.loc.prefix() + "op '" + op.name + "': its second input must be the labels op, got '" +

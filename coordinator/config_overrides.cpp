@@ -127,6 +127,7 @@ class Override {
     if (scope == "data") return &config_keys::kData;
     if (scope == "train") return &config_keys::kTrain;
     if (scope == "train.optimizer") return &config_keys::kOptimizer;
+    if (scope == "train.optimizer.schedule") return &config_keys::kSchedule;
     if (scope == "train.pipeline") return &config_keys::kPipeline;
     if (scope == "predict") return &config_keys::kPredict;
     if (scope == "faults") return &config_keys::kFaults;

@@ -2,9 +2,11 @@
 // pass over already-checked inputs; docs/CONFIG.md states the precedence.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "coordinator/config.h"
 #include "coordinator/config_device_map.h"
 #include "core/graph.h"
 
@@ -27,5 +29,19 @@ struct DeviceRequest {
 // Config::placement_reason documents).
 std::vector<std::string> place_ops(Graph& graph, const std::vector<DeviceRequest>& requests,
                                    const std::vector<PlaceEntry>& place, const std::string& default_device);
+
+// Whether a device of a kind runs an op: the schema's answer
+// (OpSchema::runs_on) unless a test substitutes another.
+using SupportsOp = std::function<bool(const OpSchema&, DeviceKind)>;
+bool schema_supports(const OpSchema& schema, DeviceKind kind);
+
+// Asks each op's device (`devices` declares every device the ops are placed
+// on; `reasons` is place_ops's answer) whether it runs the op. Throws
+// devmap::Error (kInvalidInput) at the first op it does not:
+//   FILE:L:C: op 'act' (gelu) is placed on 'gpu:0' (by device_map.default),
+//   but gpu devices have no gelu kernel (they run: add, ...); place it on a
+//   cpu device
+void check_placed_ops_supported(const Graph& graph, const std::vector<DeviceSpec>& devices,
+                                const std::vector<std::string>& reasons, const SupportsOp& supports = schema_supports);
 
 }  // namespace devmap

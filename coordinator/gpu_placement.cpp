@@ -5,6 +5,7 @@
 #include <map>
 #include <ostream>
 
+#include "coordinator/config_placement.h"
 #include "coordinator/program_output.h"
 #include "coordinator/session.h"
 #include "core/error.h"
@@ -72,6 +73,7 @@ void resolve_gpu_placement(Config& config, const RunOptions& options, std::ostre
           << reason << ")\n";
     }
   }
+  check_placed_ops_supported(config.graph, config.devices, config.placement_reason);
 }
 
 }  // namespace devmap

@@ -102,7 +102,7 @@ class Trainer {
       : config_(config),
         options_(options),
         graph_(config.graph),
-        tc_(config.train),
+        tc_(config_.train),
         outputs_(resolve_run_outputs(config, options, /*training=*/true)),
         store_(outputs_.checkpoint, config.train.keep_checkpoints),
         lock_((check_files(), outputs_.checkpoint)),
@@ -124,6 +124,7 @@ class Trainer {
           throw_invalid(d->name + " data holds label " + std::to_string(l) + " but the labels op has " +
                         std::to_string(classes) + " classes");
     steps_per_epoch_ = (train_.count + tc_.batch_size - 1) / tc_.batch_size;
+    resolve_schedule();
     if (options.resume) {
       if (store_.list().empty())
         throw_invalid("--resume: there is no checkpoint at " + store_.path() + " to resume from (" +
@@ -131,6 +132,21 @@ class Trainer {
       store_.adopt_existing();
     }
   }
+
+  // The schedule's rates are a function of the global step and the run's
+  // total steps (epochs, capped by max_steps), the same for a resumed run.
+  void resolve_schedule() {
+    LrSchedule& s = config_.train.optimizer.schedule;
+    const int64_t all = tc_.epochs * steps_per_epoch_;
+    s.total_steps = tc_.max_steps > 0 ? std::min(tc_.max_steps, all) : all;
+    if (s.kind == LrSchedule::Kind::kCosine && s.cosine_period() < 1)
+      throw_invalid(config_.path + ": train.optimizer.schedule.warmup_steps " + std::to_string(s.warmup_steps) +
+                    " leaves none of the run's " + std::to_string(s.total_steps) +
+                    " steps for the cosine: lower warmup_steps, or give the cosine's length as "
+                    "train.optimizer.schedule.steps");
+  }
+
+  double learning_rate(int64_t step) const { return config_.train.optimizer.rate_at(step); }
 
   // Runs attempts until one ends; a worker failure starts another, from
   // the newest checkpoint, while train.max_restarts allows.
@@ -284,7 +300,8 @@ class Trainer {
             metrics_->begin();
             check_loss(r.loss, epoch);
             double elapsed = std::chrono::duration<double>(now - epoch_start).count();
-            bar.update(i + 1, progress_status(loss_sum / static_cast<double>(samples), samples, elapsed));
+            bar.update(i + 1, progress_status(loss_sum / static_cast<double>(samples), samples, elapsed) + " lr " +
+                                  fmt("%.3g", learning_rate(step_)));
             for (const wire::ParamStat& ps : r.param_stats) {
               JsonObject j;
               j.add("event", "param_stats").add("step", step_).add("name", wire::read_name(ps.name));
@@ -296,6 +313,7 @@ class Trainer {
             if (step_ % options_.log_every == 0 || step_ == 1) {
               JsonObject j;
               j.add("event", "step").add("step", step_).add("epoch", epoch).add("loss", static_cast<double>(r.loss));
+              j.add("lr", learning_rate(step_));
               j.add("step_ms", step_seconds.back() * 1e3).add("compute_ms", r.compute_seconds * 1e3);
               metrics_->write(j);
             }
@@ -469,7 +487,7 @@ class Trainer {
     write_memory_plan_event(session.memory(), *metrics_);
   }
 
-  const Config& config_;
+  Config config_;  // a copy: the schedule's total steps are resolved into it
   const RunOptions& options_;
   const Graph& graph_;
   const TrainConfig& tc_;

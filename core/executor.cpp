@@ -174,8 +174,8 @@ void Executor::init_parameters() {
   for (Parameter& p : params_) {
     int64_t count = p.spec.shape.numel();
     for (DeviceBuffer& s : p.state) memory_->fill(s.data(), 0.0f, count);
-    if (p.spec.init == ParamInit::kZeros) {
-      memory_->fill(p.value.data(), 0.0f, count);
+    if (p.spec.init == ParamInit::kZeros || p.spec.init == ParamInit::kOnes) {
+      memory_->fill(p.value.data(), p.spec.init == ParamInit::kOnes ? 1.0f : 0.0f, count);
       continue;
     }
     v.resize(static_cast<size_t>(count));

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/graph.h"
+#include "core/lr_schedule.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 
@@ -69,6 +70,11 @@ struct OptimizerConfig {
   double momentum = 0.9;  // kMomentum: v = momentum*v + g; p -= lr*v (PyTorch's SGD with momentum)
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // kAdam (PyTorch's Adam)
   double weight_decay = 0.0;                          // L2, added to the gradient
+  LrSchedule schedule;                                // learning_rate is its base rate
+
+  // The learning rate of update `step` (1-based, global): what every
+  // optimizer kernel uses in place of learning_rate.
+  double rate_at(int64_t step) const { return learning_rate_at(learning_rate, schedule, step); }
 };
 
 const char* optimizer_kind_name(OptimizerConfig::Kind k);

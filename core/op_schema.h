@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/attrs.h"
+#include "core/device_kind.h"
 #include "core/shape.h"
 
 namespace devmap {
@@ -18,6 +19,7 @@ namespace devmap {
 enum class ParamInit {
   kUniformFanIn,  // U(-1/sqrt(fan_in), 1/sqrt(fan_in)), PyTorch's default for conv and linear
   kZeros,
+  kOnes,
 };
 
 struct ParamSpec {
@@ -64,8 +66,21 @@ struct OpSchema {
   bool backward_needs_inputs = true;   // keeps its inputs alive for backward
   bool backward_needs_output = false;  // keeps its output alive for backward
   double backward_flops_factor = 2.0;  // backward FLOPs = factor x forward
+  // Input 1 must be the labels op with as many classes as input 0 has
+  // elements (softmax_cross_entropy, accuracy); the config checks it.
+  bool second_input_is_labels = false;
+
+  // The device kinds with a kernel for this op (fed ops: those whose workers
+  // feed it). Each kernel factory's supports() agrees with it (tested), and
+  // placement refuses an op on a device of a kind it lacks.
+  std::vector<DeviceKind> device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
 
   bool batch_reduced() const { return role == OpRole::kLoss || role == OpRole::kMetric; }
+  bool runs_on(DeviceKind kind) const {
+    for (DeviceKind k : device_kinds)
+      if (k == kind) return true;
+    return false;
+  }
   bool input_gets_grad(int i) const {
     return differentiable && (grad_inputs.empty() || grad_inputs[static_cast<size_t>(i)]);
   }

@@ -121,6 +121,10 @@ std::string encode_worker_plan(const WorkerPlan& p) {
   for (double d : {p.optimizer.learning_rate, p.optimizer.momentum, p.optimizer.beta1, p.optimizer.beta2,
                    p.optimizer.epsilon, p.optimizer.weight_decay})
     w.put(d);
+  const LrSchedule& sched = p.optimizer.schedule;
+  w.put<int32_t>(static_cast<int32_t>(sched.kind));
+  for (int64_t v : {sched.warmup_steps, sched.step_size, sched.cosine_steps, sched.total_steps}) w.put<int64_t>(v);
+  for (double d : {sched.warmup_start_factor, sched.gamma, sched.min_learning_rate}) w.put(d);
   w.put<int64_t>(p.max_batch);
   w.put<int32_t>(static_cast<int32_t>(p.pipeline));
   w.put<int32_t>(p.micro_batches);
@@ -165,6 +169,15 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
   for (double* d : {&p.optimizer.learning_rate, &p.optimizer.momentum, &p.optimizer.beta1, &p.optimizer.beta2,
                     &p.optimizer.epsilon, &p.optimizer.weight_decay})
     *d = r.get<double>();
+  LrSchedule& sched = p.optimizer.schedule;
+  const int32_t sched_kind = r.get<int32_t>();
+  if (sched_kind < 0 || sched_kind > 2) throw_runtime("malformed worker plan: unknown learning-rate schedule");
+  sched.kind = static_cast<LrSchedule::Kind>(sched_kind);
+  for (int64_t* v : {&sched.warmup_steps, &sched.step_size, &sched.cosine_steps, &sched.total_steps})
+    *v = r.get<int64_t>();
+  for (double* d : {&sched.warmup_start_factor, &sched.gamma, &sched.min_learning_rate}) *d = r.get<double>();
+  if (sched.warmup_steps < 0 || sched.step_size < 1)
+    throw_runtime("malformed worker plan: learning-rate schedule out of range");
   p.max_batch = r.get<int64_t>();
   if (p.max_batch < 1 || p.max_batch > (int64_t{1} << 24))
     throw_runtime("malformed worker plan: max_batch " + std::to_string(p.max_batch) + " is out of range");

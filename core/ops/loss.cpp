@@ -21,6 +21,7 @@ OpSchema softmax_cross_entropy_schema() {
   s.summary = "mean over the batch of -log softmax(logits)[label]";
   s.num_inputs = 2;
   s.role = OpRole::kLoss;
+  s.second_input_is_labels = true;
   s.infer_shape = [](const Attrs&, const std::vector<Shape>& in) {
     check_logits_labels(in);
     return Shape{1};
@@ -44,6 +45,7 @@ OpSchema accuracy_schema() {
   s.summary = "fraction of samples whose largest logit is the label";
   s.num_inputs = 2;
   s.role = OpRole::kMetric;
+  s.second_input_is_labels = true;
   s.infer_shape = [](const Attrs&, const std::vector<Shape>& in) {
     check_logits_labels(in);
     return Shape{1};

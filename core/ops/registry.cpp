@@ -13,7 +13,10 @@ const std::map<std::string, OpSchema>& registry() {
     for (OpSchema (*make)() :
          {ops::add_schema, ops::input_schema, ops::labels_schema, ops::conv2d_schema, ops::max_pool2d_schema,
           ops::relu_schema, ops::dropout_schema, ops::dense_schema, ops::flatten_schema, ops::reshape_schema,
-          ops::softmax_cross_entropy_schema, ops::accuracy_schema, ops::argmax_schema}) {
+          ops::softmax_cross_entropy_schema, ops::accuracy_schema, ops::argmax_schema,
+          // Alphabetical from here on.
+          ops::gelu_schema, ops::layer_norm_schema, ops::leaky_relu_schema, ops::mse_loss_schema, ops::sigmoid_schema,
+          ops::softmax_schema, ops::tanh_schema}) {
       OpSchema s = make();
       std::string name = s.name;
       t.emplace(std::move(name), std::move(s));

@@ -18,5 +18,12 @@ OpSchema reshape_schema();
 OpSchema softmax_cross_entropy_schema();
 OpSchema accuracy_schema();
 OpSchema argmax_schema();
+OpSchema gelu_schema();
+OpSchema layer_norm_schema();
+OpSchema leaky_relu_schema();
+OpSchema mse_loss_schema();
+OpSchema sigmoid_schema();
+OpSchema softmax_schema();
+OpSchema tanh_schema();
 
 }  // namespace devmap::ops

@@ -4,16 +4,20 @@
 #include <map>
 
 #include "core/error.h"
+#include "kernels/cpu/activations.h"
 #include "kernels/cpu/add.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/dropout.h"
+#include "kernels/cpu/layer_norm.h"
 #include "kernels/cpu/loss.h"
 #include "kernels/cpu/max_pool2d.h"
+#include "kernels/cpu/mse_loss.h"
 #include "kernels/cpu/optimizers.h"
 #include "kernels/cpu/relu.h"
 #include "kernels/cpu/reshape.h"
+#include "kernels/cpu/softmax.h"
 
 namespace devmap {
 namespace {
@@ -27,12 +31,25 @@ std::unique_ptr<OpKernel> make() {
 
 const std::map<std::string, Maker>& table() {
   static const std::map<std::string, Maker> t = {
-      {"accuracy", make<cpu::AccuracyKernel>},    {"add", make<cpu::AddKernel>},
+      {"accuracy", make<cpu::AccuracyKernel>},
+      {"add", make<cpu::AddKernel>},
       {"argmax", make<cpu::ArgmaxKernel>},
-      {"conv2d", make<cpu::Conv2dKernel>},        {"dense", make<cpu::DenseKernel>},
-      {"dropout", make<cpu::DropoutKernel>},      {"flatten", make<cpu::CopyKernel>},
-      {"max_pool2d", make<cpu::MaxPool2dKernel>}, {"relu", make<cpu::ReluKernel>},
-      {"reshape", make<cpu::CopyKernel>},         {"softmax_cross_entropy", make<cpu::SoftmaxCrossEntropyKernel>},
+      {"conv2d", make<cpu::Conv2dKernel>},
+      {"dense", make<cpu::DenseKernel>},
+      {"dropout", make<cpu::DropoutKernel>},
+      {"flatten", make<cpu::CopyKernel>},
+      {"max_pool2d", make<cpu::MaxPool2dKernel>},
+      {"relu", make<cpu::ReluKernel>},
+      {"reshape", make<cpu::CopyKernel>},
+      {"softmax_cross_entropy", make<cpu::SoftmaxCrossEntropyKernel>},
+      // Alphabetical from here on.
+      {"gelu", make<cpu::GeluKernel>},
+      {"layer_norm", make<cpu::LayerNormKernel>},
+      {"leaky_relu", make<cpu::LeakyReluKernel>},
+      {"mse_loss", make<cpu::MseLossKernel>},
+      {"sigmoid", make<cpu::SigmoidKernel>},
+      {"softmax", make<cpu::SoftmaxKernel>},
+      {"tanh", make<cpu::TanhKernel>},
   };
   return t;
 }

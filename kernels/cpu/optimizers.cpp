@@ -14,44 +14,48 @@ float as_float(double v) {
 
 class Sgd final : public OptimizerKernel {
  public:
-  explicit Sgd(const OptimizerConfig& c) : lr_(as_float(c.learning_rate)), wd_(as_float(c.weight_decay)) {}
+  explicit Sgd(const OptimizerConfig& c) : config_(c), wd_(as_float(c.weight_decay)) {}
   int state_count() const override { return 0; }
-  void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t /*step*/,
+  void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t step,
               ThreadPool& pool) override {
     assert(state.empty() && param.numel() == grad.numel());
+    const float lr = as_float(config_.rate_at(step));
     (void)state;
     float* p = param.data;
     const float* g = grad.data;
     parallel_for_elements(&pool, param.numel(), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) p[i] -= lr_ * (g[i] + wd_ * p[i]);
+      for (int64_t i = begin; i < end; ++i) p[i] -= lr * (g[i] + wd_ * p[i]);
     });
   }
 
  private:
-  float lr_, wd_;
+  OptimizerConfig config_;
+  float wd_;
 };
 
 class Momentum final : public OptimizerKernel {
  public:
   explicit Momentum(const OptimizerConfig& c)
-      : lr_(as_float(c.learning_rate)), momentum_(as_float(c.momentum)), wd_(as_float(c.weight_decay)) {}
+      : config_(c), momentum_(as_float(c.momentum)), wd_(as_float(c.weight_decay)) {}
   int state_count() const override { return 1; }
-  void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t /*step*/,
+  void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t step,
               ThreadPool& pool) override {
     assert(state.size() == 1 && param.numel() == grad.numel() && state[0].numel() == param.numel());
+    const float lr = as_float(config_.rate_at(step));
     float* p = param.data;
     float* v = state[0].data;
     const float* g = grad.data;
     parallel_for_elements(&pool, param.numel(), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         v[i] = momentum_ * v[i] + (g[i] + wd_ * p[i]);
-        p[i] -= lr_ * v[i];
+        p[i] -= lr * v[i];
       }
     });
   }
 
  private:
-  float lr_, momentum_, wd_;
+  OptimizerConfig config_;
+  float momentum_, wd_;
 };
 
 class Adam final : public OptimizerKernel {
@@ -64,7 +68,7 @@ class Adam final : public OptimizerKernel {
     const double t = static_cast<double>(step);
     const float b1 = as_float(config_.beta1), b2 = as_float(config_.beta2);
     const float one_minus_b1 = as_float(1.0 - config_.beta1), one_minus_b2 = as_float(1.0 - config_.beta2);
-    const float step_size = as_float(config_.learning_rate / (1.0 - std::pow(config_.beta1, t)));
+    const float step_size = as_float(config_.rate_at(step) / (1.0 - std::pow(config_.beta1, t)));
     const float inv_sqrt_bc2 = as_float(1.0 / std::sqrt(1.0 - std::pow(config_.beta2, t)));
     const float eps = as_float(config_.epsilon), wd = as_float(config_.weight_decay);
     float* p = param.data;

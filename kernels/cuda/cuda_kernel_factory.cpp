@@ -3,9 +3,11 @@
 #include <map>
 
 #include "core/error.h"
+#include "kernels/cuda/activations.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/dense.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/max_pool2d.h"
 #include "kernels/cuda/optimizers.h"
@@ -38,6 +40,14 @@ const std::map<std::string, Maker>& table() {
       {"relu", make<ReluKernel>},
       {"reshape", make<CopyKernel>},
       {"softmax_cross_entropy", make<SoftmaxCrossEntropyKernel>},
+      // Alphabetical from here on.
+      {"gelu", make<ActivationKernel>},
+      {"layer_norm", make<LayerNormKernel>},
+      {"leaky_relu", make<ActivationKernel>},
+      {"mse_loss", make<MseLossKernel>},
+      {"sigmoid", make<ActivationKernel>},
+      {"softmax", make<SoftmaxKernel>},
+      {"tanh", make<ActivationKernel>},
   };
   return t;
 }

@@ -14,35 +14,37 @@ float as_float(double v) {
 
 class Sgd final : public OptimizerKernel {
  public:
-  Sgd(const OptimizerConfig& c, CudaDevice& d)
-      : device_(d), lr_(as_float(c.learning_rate)), wd_(as_float(c.weight_decay)) {}
+  Sgd(const OptimizerConfig& c, CudaDevice& d) : device_(d), config_(c), wd_(as_float(c.weight_decay)) {}
   int state_count() const override { return 0; }
-  void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t /*step*/,
+  void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t step,
               ThreadPool& /*pool*/) override {
     assert(state.empty() && param.numel() == grad.numel());
     (void)state;
-    launch_sgd(param.data, grad.data, param.numel(), lr_, wd_, device_.stream());
+    launch_sgd(param.data, grad.data, param.numel(), as_float(config_.rate_at(step)), wd_, device_.stream());
   }
 
  private:
   CudaDevice& device_;
-  float lr_, wd_;
+  OptimizerConfig config_;
+  float wd_;
 };
 
 class Momentum final : public OptimizerKernel {
  public:
   Momentum(const OptimizerConfig& c, CudaDevice& d)
-      : device_(d), lr_(as_float(c.learning_rate)), momentum_(as_float(c.momentum)), wd_(as_float(c.weight_decay)) {}
+      : device_(d), config_(c), momentum_(as_float(c.momentum)), wd_(as_float(c.weight_decay)) {}
   int state_count() const override { return 1; }
-  void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t /*step*/,
+  void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t step,
               ThreadPool& /*pool*/) override {
     assert(state.size() == 1 && param.numel() == grad.numel() && state[0].numel() == param.numel());
-    launch_momentum(param.data, grad.data, state[0].data, param.numel(), lr_, momentum_, wd_, device_.stream());
+    launch_momentum(param.data, grad.data, state[0].data, param.numel(), as_float(config_.rate_at(step)), momentum_,
+                    wd_, device_.stream());
   }
 
  private:
   CudaDevice& device_;
-  float lr_, momentum_, wd_;
+  OptimizerConfig config_;
+  float momentum_, wd_;
 };
 
 class Adam final : public OptimizerKernel {
@@ -59,7 +61,7 @@ class Adam final : public OptimizerKernel {
     s.b2 = as_float(config_.beta2);
     s.one_minus_b1 = as_float(1.0 - config_.beta1);
     s.one_minus_b2 = as_float(1.0 - config_.beta2);
-    s.step_size = as_float(config_.learning_rate / (1.0 - std::pow(config_.beta1, t)));
+    s.step_size = as_float(config_.rate_at(step) / (1.0 - std::pow(config_.beta1, t)));
     s.inv_sqrt_bc2 = as_float(1.0 / std::sqrt(1.0 - std::pow(config_.beta2, t)));
     s.eps = as_float(config_.epsilon);
     s.wd = as_float(config_.weight_decay);

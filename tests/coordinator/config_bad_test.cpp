@@ -34,6 +34,13 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
   return s;
 }
 
+// The registry's op names as the unknown-op message lists them.
+std::string known_ops() {
+  std::string known;
+  for (const std::string& op : known_op_names()) known += (known.empty() ? "" : ", ") + op;
+  return known;
+}
+
 std::vector<BadCase> load_table() {
   std::vector<BadCase> cases;
   std::ifstream in(kBadDir + "expected.txt");
@@ -49,6 +56,7 @@ std::vector<BadCase> load_table() {
     c.name = line.substr(0, tab);
     c.path = kBadDir + c.name;
     c.expected = replace_all(line.substr(tab + 1), "{FILE}", c.path);
+    c.expected = replace_all(c.expected, "{KNOWN_OPS}", known_ops());
     cases.push_back(c);
   }
   return cases;

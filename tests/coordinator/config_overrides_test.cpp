@@ -77,7 +77,7 @@ TEST(Overrides, UnknownPathsNameTheValidKeys) {
             "--set trian.epochs=1: unknown key 'trian' at the top level (did you mean 'train'?)");
   EXPECT_EQ(err({"train.optimizer.lr=1"}),
             "--set train.optimizer.lr=1: unknown key 'lr' in train.optimizer (type momentum) (valid: type, "
-            "learning_rate, weight_decay, momentum)");
+            "learning_rate, weight_decay, momentum, schedule)");
   EXPECT_EQ(err({"devices.cpu:0.thread=1"}),
             "--set devices.cpu:0.thread=1: unknown key 'thread' in devices.cpu:0 (did you mean 'threads'?)");
   EXPECT_EQ(err({"devices.cpu0.threads=1"}),
@@ -122,7 +122,7 @@ TEST(Overrides, MistakesLeftInTheFileStillPointAtTheFile) {
   // The override is fine; the file's own momentum key does not suit adam.
   EXPECT_EQ(err({"train.optimizer.type=adam", "train.optimizer.momentum=0.5"}),
             "--set train.optimizer.momentum=0.5: train.optimizer.momentum does not apply to optimizer type 'adam' (its "
-            "keys: type, learning_rate, weight_decay, beta1, beta2, epsilon)");
+            "keys: type, learning_rate, weight_decay, beta1, beta2, epsilon, schedule)");
   EXPECT_EQ(error_of([&] { load_config_text(kBase + "data: {test_limit: -2}\n", "o.yaml", {"train.epochs=1"}); }),
             "o.yaml:11:20: data.test_limit must be >= 0, got -2");
 }

@@ -73,6 +73,11 @@ TEST(WorkerPlan, RoundTripsThroughBytes) {
   p.seed = 42;
   p.optimizer.kind = OptimizerConfig::Kind::kAdam;
   p.optimizer.learning_rate = 0.001;
+  p.optimizer.schedule.kind = LrSchedule::Kind::kCosine;
+  p.optimizer.schedule.warmup_steps = 5;
+  p.optimizer.schedule.warmup_start_factor = 0.25;
+  p.optimizer.schedule.min_learning_rate = 1e-5;
+  p.optimizer.schedule.total_steps = 100;
   p.max_batch = 64;
   p.graph = chain();
   p.input_segment = "devmap-1-abc-input";
@@ -83,6 +88,12 @@ TEST(WorkerPlan, RoundTripsThroughBytes) {
   EXPECT_EQ(q.seed, 42u);
   EXPECT_EQ(q.optimizer.kind, OptimizerConfig::Kind::kAdam);
   EXPECT_EQ(q.optimizer.learning_rate, 0.001);
+  EXPECT_EQ(q.optimizer.schedule.kind, LrSchedule::Kind::kCosine);
+  EXPECT_EQ(q.optimizer.schedule.warmup_steps, 5);
+  EXPECT_EQ(q.optimizer.schedule.warmup_start_factor, 0.25);
+  EXPECT_EQ(q.optimizer.schedule.min_learning_rate, 1e-5);
+  EXPECT_EQ(q.optimizer.schedule.total_steps, 100);
+  for (int64_t step : {1, 5, 6, 50, 100}) EXPECT_EQ(q.optimizer.rate_at(step), p.optimizer.rate_at(step)) << step;
   ASSERT_EQ(q.graph.size(), p.graph.size());
   for (int i = 0; i < p.graph.size(); ++i) {
     EXPECT_EQ(q.graph.node(i).name, p.graph.node(i).name);

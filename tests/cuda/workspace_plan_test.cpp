@@ -68,5 +68,20 @@ TEST(CudaWorkspace, LabelOpsPlanTheirScratch) {
   }
 }
 
+// layer_norm's backward and mse_loss's forward keep per-sample sums: the
+// kernel asks for exactly what the schema plans, which grows with the batch.
+TEST(CudaWorkspace, LayerNormAndMseLossPlanTheirScratch) {
+  cuda::CudaKernelFactory factory(std::make_shared<cuda::CudaDevice>(0));
+  const Node ln = make_node("layer_norm", "ln", {{4, 5}});
+  const Node mse = make_node("mse_loss", "loss", {{3}, {3}});
+  for (const Node* n : {&ln, &mse}) {
+    for (int64_t batch : {1, 64, 1000}) {
+      EXPECT_EQ(factory.make_kernel(n->op())->workspace_bytes(*n, batch), n->workspace_bytes(batch))
+          << n->op() << " " << batch;
+      EXPECT_GE(n->workspace_bytes(batch), static_cast<uint64_t>(batch) * sizeof(double)) << n->op() << " " << batch;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace devmap::test

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "core/op_schema.h"
 #include "tests/support/run_process.h"
 
 namespace devmap::testing {
@@ -25,6 +26,9 @@ std::vector<BadConfig> load_table() {
     BadConfig b{line.substr(0, tab), line.substr(tab + 1)};
     std::string path = kBadDir + "/" + b.file;
     for (size_t pos; (pos = b.expected.find("{FILE}")) != std::string::npos;) b.expected.replace(pos, 6, path);
+    std::string known;
+    for (const std::string& op : known_op_names()) known += (known.empty() ? "" : ", ") + op;
+    for (size_t pos; (pos = b.expected.find("{KNOWN_OPS}")) != std::string::npos;) b.expected.replace(pos, 11, known);
     table.push_back(b);
   }
   return table;

@@ -11,7 +11,12 @@ with load_state_dict(strict=True), checks it against PyTorch's own trained
 weights, and checks that devmap's predict job gives the labels PyTorch
 gives with those weights.
 
-  torch_equivalence.py COORDINATOR CONFIG [--steps N] [--rtol R]
+  torch_equivalence.py COORDINATOR CONFIG [--steps N] [--rtol R] [--schedule cosine|step]
+
+With --schedule, both train under a learning-rate schedule with a 3-step
+linear warm-up: devmap's train.optimizer.schedule, and PyTorch's
+SequentialLR(LinearLR, CosineAnnealingLR or StepLR); the rate devmap logs
+for each step must be PyTorch's too.
 
 Exit 0 when every step agrees within rtol; 77 (skipped) without torch.
 """
@@ -136,7 +141,18 @@ def main():
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--rtol", type=float, default=2e-4)
+    ap.add_argument("--schedule", choices=["cosine", "step"])
     a = ap.parse_args()
+    warmup = 3
+    schedule_args = []
+    if a.schedule == "cosine":
+        schedule_args = ["--set", "train.optimizer.schedule.type=cosine",
+                         "--set", "train.optimizer.schedule.min_learning_rate=0.001"]
+    elif a.schedule == "step":
+        schedule_args = ["--set", "train.optimizer.schedule.type=step", "--set", "train.optimizer.schedule.step_size=4",
+                         "--set", "train.optimizer.schedule.gamma=0.5"]
+    if a.schedule:
+        schedule_args += ["--set", f"train.optimizer.schedule.warmup_steps={warmup}"]
     limit = a.steps * a.batch
     if not os.path.exists(f"{DATA}/train-images-idx3-ubyte.gz"):
         print("skipped: Fashion-MNIST is absent (scripts/setup.sh)")
@@ -149,9 +165,11 @@ def main():
                     "--set", f"train.seed={a.seed}", "--set", f"train.batch_size={a.batch}",
                     "--set", f"train.max_steps={a.steps}", "--set", f"data.train_limit={limit}",
                     "--set", "data.test_limit=10", "--set", "devices.cpu:0.threads=1",
-                    "--set", f"train.checkpoint={weights}"],
+                    "--set", f"train.checkpoint={weights}"] + schedule_args,
                    check=True, stderr=subprocess.DEVNULL)
-    ours = [json.loads(l)["loss"] for l in open(metrics) if json.loads(l)["event"] == "step"]
+    steps = [json.loads(l) for l in open(metrics) if json.loads(l)["event"] == "step"]
+    ours = [e["loss"] for e in steps]
+    our_rates = [e["lr"] for e in steps]
 
     torch.set_num_threads(1)
     net = ReferenceCnn()
@@ -162,6 +180,14 @@ def main():
             layer.weight.copy_(init_param(a.seed, f"{name}.weight", tuple(layer.weight.shape), fan_in))
             layer.bias.copy_(init_param(a.seed, f"{name}.bias", tuple(layer.bias.shape), fan_in))
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    sched = None
+    if a.schedule:
+        lrs = torch.optim.lr_scheduler
+        main_sched = (lrs.CosineAnnealingLR(opt, T_max=a.steps - warmup, eta_min=0.001) if a.schedule == "cosine"
+                      else lrs.StepLR(opt, step_size=4, gamma=0.5))
+        sched = lrs.SequentialLR(opt, [lrs.LinearLR(opt, start_factor=1 / 3, total_iters=warmup), main_sched],
+                                 milestones=[warmup])
+    their_rates = []
     x, y = load("train", limit)
     order = torch.tensor(epoch_order(limit, a.seed, 1))
     theirs = []
@@ -170,7 +196,10 @@ def main():
         opt.zero_grad()
         loss = nn.functional.cross_entropy(net(x[idx]), y[idx])
         loss.backward()
+        their_rates.append(opt.param_groups[0]["lr"])
         opt.step()
+        if sched:
+            sched.step()
         theirs.append(loss.item())
 
     worst = max(abs(o - t) / abs(t) for o, t in zip(ours, theirs))
@@ -178,6 +207,10 @@ def main():
         print(f"step {s + 1}: devmap {ours[s]:.7f}  pytorch {theirs[s]:.7f}")
     print(f"{len(ours)} steps, worst relative difference {worst:.2e} (tolerance {a.rtol:.0e})")
     ok = len(ours) == a.steps and worst <= a.rtol
+    rate_diff = max(abs(o - t) / t for o, t in zip(our_rates, their_rates))
+    print(f"learning rates: steps 1-3 devmap {our_rates[:3]} pytorch {their_rates[:3]}; "
+          f"worst relative difference {rate_diff:.2e}")
+    ok = ok and rate_diff <= 1e-8  # the metrics log prints 9 significant digits
 
     # devmap's checkpoint loads as it is, and holds what PyTorch trained.
     loaded = ReferenceCnn()
