@@ -11,9 +11,10 @@ const std::map<std::string, OpSchema>& registry() {
   static const std::map<std::string, OpSchema> table = [] {
     std::map<std::string, OpSchema> t;
     for (OpSchema (*make)() :
-         {ops::add_schema, ops::input_schema, ops::labels_schema, ops::conv2d_schema, ops::max_pool2d_schema,
-          ops::relu_schema, ops::dropout_schema, ops::dense_schema, ops::flatten_schema, ops::reshape_schema,
-          ops::softmax_cross_entropy_schema, ops::accuracy_schema, ops::argmax_schema}) {
+         {ops::add_schema, ops::avg_pool2d_schema, ops::concat_schema, ops::global_avg_pool_schema, ops::input_schema,
+          ops::labels_schema, ops::conv2d_schema, ops::max_pool2d_schema, ops::relu_schema, ops::dropout_schema,
+          ops::dense_schema, ops::flatten_schema, ops::reshape_schema, ops::softmax_cross_entropy_schema,
+          ops::accuracy_schema, ops::argmax_schema}) {
       OpSchema s = make();
       std::string name = s.name;
       t.emplace(std::move(name), std::move(s));

@@ -5,10 +5,13 @@
 
 #include "core/error.h"
 #include "kernels/cpu/add.h"
+#include "kernels/cpu/avg_pool2d.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/concat.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/dropout.h"
+#include "kernels/cpu/global_avg_pool.h"
 #include "kernels/cpu/loss.h"
 #include "kernels/cpu/max_pool2d.h"
 #include "kernels/cpu/optimizers.h"
@@ -28,7 +31,8 @@ std::unique_ptr<OpKernel> make() {
 const std::map<std::string, Maker>& table() {
   static const std::map<std::string, Maker> t = {
       {"accuracy", make<cpu::AccuracyKernel>},    {"add", make<cpu::AddKernel>},
-      {"argmax", make<cpu::ArgmaxKernel>},
+      {"argmax", make<cpu::ArgmaxKernel>},        {"avg_pool2d", make<cpu::AvgPool2dKernel>},
+      {"concat", make<cpu::ConcatKernel>},        {"global_avg_pool", make<cpu::GlobalAvgPoolKernel>},
       {"conv2d", make<cpu::Conv2dKernel>},        {"dense", make<cpu::DenseKernel>},
       {"dropout", make<cpu::DropoutKernel>},      {"flatten", make<cpu::CopyKernel>},
       {"max_pool2d", make<cpu::MaxPool2dKernel>}, {"relu", make<cpu::ReluKernel>},

@@ -3,6 +3,8 @@
 #include <map>
 
 #include "core/error.h"
+#include "kernels/cuda/avg_pool2d.h"
+#include "kernels/cuda/concat.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/dense.h"
 #include "kernels/cuda/elementwise.h"
@@ -27,17 +29,13 @@ std::unique_ptr<OpKernel> make_conv(CudaDevice& device, const std::shared_ptr<Co
 
 const std::map<std::string, Maker>& table() {
   static const std::map<std::string, Maker> t = {
-      {"accuracy", make<AccuracyKernel>},
-      {"add", make<AddKernel>},
-      {"argmax", make<ArgmaxKernel>},
-      {"conv2d", make_conv},
-      {"dense", make<DenseKernel>},
-      {"dropout", make<DropoutKernel>},
-      {"flatten", make<CopyKernel>},
-      {"max_pool2d", make<MaxPool2dKernel>},
-      {"relu", make<ReluKernel>},
-      {"reshape", make<CopyKernel>},
-      {"softmax_cross_entropy", make<SoftmaxCrossEntropyKernel>},
+      {"accuracy", make<AccuracyKernel>},    {"add", make<AddKernel>},
+      {"argmax", make<ArgmaxKernel>},        {"avg_pool2d", make<AvgPool2dKernel>},
+      {"concat", make<ConcatKernel>},        {"conv2d", make_conv},
+      {"dense", make<DenseKernel>},          {"dropout", make<DropoutKernel>},
+      {"flatten", make<CopyKernel>},         {"global_avg_pool", make<GlobalAvgPoolKernel>},
+      {"max_pool2d", make<MaxPool2dKernel>}, {"relu", make<ReluKernel>},
+      {"reshape", make<CopyKernel>},         {"softmax_cross_entropy", make<SoftmaxCrossEntropyKernel>},
   };
   return t;
 }

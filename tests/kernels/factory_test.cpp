@@ -45,8 +45,8 @@ TEST(CpuKernelFactory, UnknownOpNamesTheKnownOnes) {
   const std::string msg = invalid_input_message("conv3x");
   EXPECT_EQ(
       msg,
-      "no cpu kernel for op 'conv3x' (known: accuracy, add, argmax, conv2d, dense, dropout, flatten, max_pool2d, relu, "
-      "reshape, softmax_cross_entropy)");
+      "no cpu kernel for op 'conv3x' (known: accuracy, add, argmax, avg_pool2d, concat, conv2d, dense, dropout, "
+      "flatten, global_avg_pool, max_pool2d, relu, reshape, softmax_cross_entropy)");
 }
 
 TEST(CpuKernelFactory, MakesEveryOptimizer) {
