@@ -35,14 +35,14 @@ class NewOpsNet(nn.Module):
         self.grouped = nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=4)
         self.dilated = nn.Conv2d(8, 8, 3, stride=2, padding=2, dilation=2)
         self.depthwise = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
-        self.logits = nn.Linear(32, 10)
+        self.logits = nn.Linear(424, 10)
 
     def forward(self, x):
         p1 = F.avg_pool2d(torch.relu(self.c1(x)), 2)
         p2 = F.avg_pool2d(self.depthwise(p1), 3, stride=2, padding=1)  # zeros counted: count_include_pad
         cat = torch.cat([self.grouped(p1), self.dilated(p1), p2], 1)
         gap = torch.relu(cat).mean((2, 3))
-        return self.logits(torch.cat([gap, p1.mean((2, 3))], 1))
+        return self.logits(torch.cat([gap, p1.mean((2, 3)), p2.flatten(1)], 1))
 
 
 def main():
@@ -53,7 +53,9 @@ def main():
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--rtol", type=float, default=1e-5)
+    ap.add_argument("--lr", type=float, default=0.1)
     a = ap.parse_args()
+    a.coordinator, a.config = os.path.abspath(a.coordinator), os.path.abspath(a.config)  # runs in a temp dir
     limit = a.steps * a.batch
     if not os.path.exists(f"{te.DATA}/train-images-idx3-ubyte.gz"):
         print("skipped: Fashion-MNIST is absent (scripts/setup.sh)")
@@ -66,6 +68,8 @@ def main():
                     "--set", f"train.seed={a.seed}", "--set", f"train.batch_size={a.batch}",
                     "--set", f"train.max_steps={a.steps}", "--set", f"data.train_limit={limit}",
                     "--set", "data.test_limit=10", "--set", "devices.cpu:0.threads=1",
+                    "--set", "train.optimizer.type=momentum", "--set", f"train.optimizer.learning_rate={a.lr}",
+                    "--set", "train.optimizer.momentum=0.9",
                     "--set", f"train.checkpoint={weights}"],
                    check=True, stderr=subprocess.DEVNULL, cwd=tmp)
     ours = [json.loads(l)["loss"] for l in open(metrics) if json.loads(l)["event"] == "step"]
@@ -77,7 +81,7 @@ def main():
             layer = name.split(".")[0]
             fan_in = int(np.prod(getattr(net, layer).weight.shape[1:]))
             param.copy_(te.init_param(a.seed, name, tuple(param.shape), fan_in))
-    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    opt = torch.optim.SGD(net.parameters(), lr=a.lr, momentum=0.9)
     x, y = te.load("train", limit)
     order = torch.tensor(te.epoch_order(limit, a.seed, 1))
     theirs = []
