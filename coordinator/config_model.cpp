@@ -14,10 +14,6 @@ namespace {
 
 constexpr size_t kMaxOpNameLength = 100;
 
-std::string plural_inputs(int n) {
-  return std::to_string(n) + (n == 1 ? " input" : " inputs");
-}
-
 // Reads one op entry of model.ops; `all_names` maps every op name in the
 // model to its line, for "defined after it" messages.
 class OpBuilder {
@@ -123,11 +119,10 @@ class OpBuilder {
                   who + " inputs must be a list of op names such as [conv1], got " + describe_node(list));
       for (const YAML::Node& element : list) inputs.push_back(resolve_input(element, node.name));
     }
-    const int want = node.schema->num_inputs, got = static_cast<int>(inputs.size());
-    if (got != want) {
+    const int got = static_cast<int>(inputs.size());
+    if (!node.schema->accepts_inputs(got)) {
       const YAML::Node& at = map.has("inputs") ? map.anchor("inputs") : item;
-      src_.fail(at, who + (want == 0 ? std::string(" takes no inputs") : " takes " + plural_inputs(want)) + ", got " +
-                        std::to_string(got));
+      src_.fail(at, who + " takes " + node.schema->inputs_wanted() + ", got " + std::to_string(got));
     }
     return inputs;
   }

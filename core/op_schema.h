@@ -42,6 +42,7 @@ struct OpSchema {
   std::string name;
   std::string summary;
   int num_inputs = 1;
+  bool variadic_inputs = false;  // takes num_inputs or more inputs (concat)
   std::vector<AttrSpec> attrs;
   OpRole role = OpRole::kCompute;
 
@@ -80,6 +81,12 @@ struct OpSchema {
     for (DeviceKind k : device_kinds)
       if (k == kind) return true;
     return false;
+  }
+  bool accepts_inputs(int64_t n) const { return variadic_inputs ? n >= num_inputs : n == num_inputs; }
+  // "2 inputs", "2 or more inputs", "no inputs".
+  std::string inputs_wanted() const {
+    if (num_inputs == 0 && !variadic_inputs) return "no inputs";
+    return std::to_string(num_inputs) + (variadic_inputs ? " or more" : "") + (num_inputs == 1 ? " input" : " inputs");
   }
   bool input_gets_grad(int i) const {
     return differentiable && (grad_inputs.empty() || grad_inputs[static_cast<size_t>(i)]);

@@ -40,9 +40,8 @@ void check_node(Node& n) {
   auto fail = [&](const std::string& why) {
     throw_runtime("malformed worker plan: op '" + n.name + "' (" + n.op() + ") " + why);
   };
-  if (static_cast<int64_t>(n.inputs.size()) != n.schema->num_inputs)
-    fail("has " + std::to_string(n.inputs.size()) + " inputs, its schema takes " +
-         std::to_string(n.schema->num_inputs));
+  if (!n.schema->accepts_inputs(static_cast<int64_t>(n.inputs.size())))
+    fail("has " + std::to_string(n.inputs.size()) + " inputs, its schema takes " + n.schema->inputs_wanted());
   for (const auto& [key, value] : n.attrs.values()) {
     const AttrSpec* spec = nullptr;
     for (const AttrSpec& s : n.schema->attrs)

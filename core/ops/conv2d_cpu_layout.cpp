@@ -22,6 +22,8 @@ ConvGeometry ConvGeometry::of(const Attrs& attrs, const Shape& in, const Shape& 
   g.kernel = attrs.get_int("kernel");
   g.stride = attrs.get_int("stride");
   g.padding = attrs.get_int("padding");
+  g.dilation = attrs.get_int("dilation");
+  g.groups = attrs.get_int("groups");
   g.out_h = out[1];
   g.out_w = out[2];
   return g;
@@ -36,6 +38,8 @@ ConvAlgorithm parse_conv_algorithm(const std::string& name) {
 
 std::string winograd_unsupported(const ConvGeometry& g) {
   if (g.stride != 1) return "stride " + std::to_string(g.stride) + " (needs 1)";
+  if (g.dilation != 1) return "dilation " + std::to_string(g.dilation) + " (needs 1)";
+  if (g.groups != 1) return "groups " + std::to_string(g.groups) + " (needs 1)";
   if (g.kernel < 3 || g.kernel > 5) return "kernel " + std::to_string(g.kernel) + " (needs 3, 4 or 5)";
   if (g.padding >= g.kernel)
     return "padding " + std::to_string(g.padding) + " (needs less than the kernel, " + std::to_string(g.kernel) + ")";

@@ -11,22 +11,28 @@
 
 namespace devmap {
 
-// Sizes of a conv2d (per sample).
+// Sizes of a conv2d (per sample). With `groups` G the channels and filters
+// split into G groups; filter o sees only the C/G channels of its group
+// (depthwise: G = C). Kernel tap k reads the input at offset k * dilation.
 struct ConvGeometry {
   int64_t channels = 0, height = 0, width = 0;  // input C, H, W
-  int64_t filters = 0, kernel = 0, stride = 1, padding = 0;
+  int64_t filters = 0, kernel = 0, stride = 1, padding = 0, dilation = 1, groups = 1;
   int64_t out_h = 0, out_w = 0;
 
   static ConvGeometry of(const Attrs& attrs, const Shape& in, const Shape& out);
   int64_t in_plane() const { return height * width; }
-  int64_t positions() const { return out_h * out_w; }           // OH*OW
-  int64_t patch() const { return channels * kernel * kernel; }  // C*K*K, the GEMM's inner dimension
+  int64_t positions() const { return out_h * out_w; }  // OH*OW
+  int64_t group_channels() const { return channels / groups; }
+  int64_t group_filters() const { return filters / groups; }
+  // (C/G)*K*K: a filter's weights, the GEMM's inner dimension.
+  int64_t patch() const { return group_channels() * kernel * kernel; }
 };
 
 // How the CPU computes a convolution (the conv2d attribute `algorithm`).
 //   gemm:     im2col + GEMM, any shape; FLOPs as the definition.
 //   winograd: Winograd F(4x4, KxK) with GEMMs in the transformed domain;
-//             stride 1, kernel 3 to 5, padding below the kernel. About
+//             stride 1, dilation 1, groups 1, kernel 3 to 5, padding
+//             below the kernel. About
 //             2.8x (kernel 3) to 5x (kernel 5) fewer multiplications; its
 //             rounding differs from gemm's by about 1e-6 relative.
 //   auto:     winograd where it applies and pays (at least 8 channels and
@@ -49,6 +55,8 @@ ConvAlgorithm conv_algorithm_of(const Attrs& attrs, const ConvGeometry& g);
 struct GemmConvLayout {
   // A group's im2col matrix is kept at or under this many bytes (at least
   // one sample): OpenBLAS runs these shapes fastest one sample at a time.
+  // (A "group" here is of samples; with conv groups, `cols` holds one conv
+  // group's (C/G)*K*K rows at a time.)
   static constexpr int64_t kGroupColsBytes = int64_t{64} << 10;
   int64_t group = 1;                              // samples per group
   int64_t cols = 0, block = 0, dw = 0, lane = 0;  // offsets in a lane, and its size

@@ -6,6 +6,9 @@
 namespace devmap::ops {
 
 OpSchema add_schema();
+OpSchema avg_pool2d_schema();
+OpSchema concat_schema();
+OpSchema global_avg_pool_schema();
 OpSchema input_schema();
 OpSchema labels_schema();
 OpSchema conv2d_schema();

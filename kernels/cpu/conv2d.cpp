@@ -28,12 +28,13 @@ void check_workspace(const Node& node, size_t need, const KernelContext& ctx) {
   }
 }
 
-// im2col of samples [n0, n0+count) of x into cols [C*K*K, count*OH*OW].
-void im2col_group(const ConvGeometry& g, const float* x, int64_t n0, int64_t count, float* cols) {
+// im2col of samples [n0, n0+count) of x, channels [c0, c0 + C/G) (one conv
+// group), into cols [(C/G)*K*K, count*OH*OW].
+void im2col_group(const ConvGeometry& g, const float* x, int64_t n0, int64_t count, int64_t c0, float* cols) {
   const int64_t ld = count * g.positions(), kk = g.kernel * g.kernel;
   for (int64_t s = 0; s < count; ++s)
-    for (int64_t c = 0; c < g.channels; ++c)
-      im2col_plane(g, x + ((n0 + s) * g.channels + c) * g.in_plane(), cols + c * kk * ld + s * g.positions(), ld);
+    for (int64_t c = 0; c < g.group_channels(); ++c)
+      im2col_plane(g, x + ((n0 + s) * g.channels + c0 + c) * g.in_plane(), cols + c * kk * ld + s * g.positions(), ld);
 }
 
 }  // namespace
@@ -65,7 +66,7 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
   const ConvGeometry g = geometry_of(args.node);
   const int64_t batch = args.inputs[0].shape[0];
   assert(args.output.shape == args.node.out_shape_for(batch));
-  const int64_t lane_count = lanes(batch), p = g.positions(), o_n = g.filters;
+  const int64_t lane_count = lanes(batch), p = g.positions(), o_n = g.filters, og = g.group_filters();
   const ConvAlgorithm algo = algorithm(args.node);
   check_workspace(args.node, conv_cpu_workspace_bytes(g, algo, lane_count), args.ctx);
   const float* x = args.inputs[0].data;
@@ -86,11 +87,15 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
       const auto [begin, end] = split_range(batch, lane_count, l);
       for (int64_t n0 = begin; n0 < end; n0 += lay.group) {
         const int64_t count = std::min(lay.group, end - n0), ld = count * p;
-        im2col_group(g, x, n0, count, cols);
+        // One sample: the GEMMs write y[n0] ([O, P]) directly; else `block` [O, count*P].
+        float* gemm_out = count == 1 ? y + n0 * o_n * p : ws + lay.block;
+        for (int64_t gi = 0; gi < g.groups; ++gi) {  // conv group gi: filters [gi*O/G, (gi+1)*O/G)
+          im2col_group(g, x, n0, count, gi * g.group_channels(), cols);
+          sgemm(false, false, og, ld, g.patch(), w + gi * og * g.patch(), g.patch(), cols, ld, 0.0f,
+                gemm_out + gi * og * ld, ld);
+        }
         if (count == 1) {
-          // One sample: the GEMM writes y[n0] ([O, P]) directly.
-          float* yn = y + n0 * o_n * p;
-          sgemm(false, false, o_n, p, g.patch(), w, g.patch(), cols, p, 0.0f, yn, p);
+          float* yn = gemm_out;
           if (bias != nullptr)
             for (int64_t o = 0; o < o_n; ++o) {
               const float b = bias[o];
@@ -99,8 +104,7 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
             }
           continue;
         }
-        float* block = ws + lay.block;
-        sgemm(false, false, o_n, ld, g.patch(), w, g.patch(), cols, ld, 0.0f, block, ld);
+        const float* block = gemm_out;
         // block [O, count*P] -> y [count, O, P], adding the bias.
         for (int64_t s = 0; s < count; ++s)
           for (int64_t o = 0; o < o_n; ++o) {
@@ -117,7 +121,7 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
 void Conv2dKernel::backward(const BackwardArgs& args) {
   const ConvGeometry g = geometry_of(args.node);
   const int64_t batch = args.d_output.shape[0];
-  const int64_t lane_count = lanes(batch), p = g.positions(), o_n = g.filters;
+  const int64_t lane_count = lanes(batch), p = g.positions(), o_n = g.filters, og = g.group_filters();
   const float* dy = args.d_output.data;
   float* dx = args.d_inputs[0].data;
   float* dw = args.d_params[0].data;
@@ -169,18 +173,23 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
                           static_cast<size_t>(p) * sizeof(float));
           dy_g = block;
         }
-        if (dw != nullptr) {
-          // dW_lane (+)= dy_g [O, count*P] * cols^T; groups add in order.
-          im2col_group(g, x, n0, count, cols);
-          sgemm(false, true, o_n, g.patch(), ld, dy_g, ld, cols, ld, n0 > begin ? 1.0f : 0.0f, dw_lane, g.patch());
-        }
-        if (dx != nullptr) {
-          // dcols [C*K*K, count*P] = W^T * dy_g, then col2im into dx.
-          sgemm(true, false, g.patch(), ld, o_n, w, g.patch(), dy_g, ld, 0.0f, cols, ld);
-          const int64_t kk = g.kernel * g.kernel;
-          for (int64_t s = 0; s < count; ++s)
-            for (int64_t c = 0; c < g.channels; ++c)
-              col2im_plane(g, cols + c * kk * ld + s * p, ld, dx + ((n0 + s) * g.channels + c) * g.in_plane());
+        for (int64_t gi = 0; gi < g.groups; ++gi) {  // conv group gi: rows [gi*O/G, (gi+1)*O/G) of dy_g and W
+          const int64_t c0 = gi * g.group_channels();
+          const float* dy_gi = dy_g + gi * og * ld;
+          if (dw != nullptr) {
+            // dW_lane (+)= dy_gi [O/G, count*P] * cols^T; sample groups add in order.
+            im2col_group(g, x, n0, count, c0, cols);
+            sgemm(false, true, og, g.patch(), ld, dy_gi, ld, cols, ld, n0 > begin ? 1.0f : 0.0f,
+                  dw_lane + gi * og * g.patch(), g.patch());
+          }
+          if (dx != nullptr) {
+            // dcols [(C/G)*K*K, count*P] = W_gi^T * dy_gi, then col2im into dx.
+            sgemm(true, false, g.patch(), ld, og, w + gi * og * g.patch(), g.patch(), dy_gi, ld, 0.0f, cols, ld);
+            const int64_t kk = g.kernel * g.kernel;
+            for (int64_t s = 0; s < count; ++s)
+              for (int64_t c = 0; c < g.group_channels(); ++c)
+                col2im_plane(g, cols + c * kk * ld + s * p, ld, dx + ((n0 + s) * g.channels + c0 + c) * g.in_plane());
+          }
         }
       }
     }

@@ -12,7 +12,7 @@
 
 namespace devmap::cpu {
 
-// Forward:  y[n,o,:,:] = W[o] * x[n] (+ b[o]).
+// Forward:  y[n,o,:,:] = W[o] * x[n, channels of o's group] (+ b[o]).
 // Backward: dW, db (overwritten, or added to when accumulate), dx (overwritten;
 // skipped when its view is null).
 //
@@ -24,7 +24,9 @@ namespace devmap::cpu {
 // pool runs whole lanes, so each lane is computed by one thread from start to
 // end. The GEMM algorithm: a lane walks its samples in groups of G = group_samples(node) (G is
 // chosen so that a group's im2col matrix stays in a core's cache: one sample
-// for large convolutions, several for small ones). Per group:
+// for large convolutions, several for small ones). Per group, and within it
+// per conv group (attribute `groups`, in order; one GEMM each, on that conv
+// group's channels, filters and rows of W):
 //   forward:  cols = im2col(x_g); y_g = W * cols (+ b), written straight to
 //             NCHW when G == 1, else through `block` [O, G*OH*OW];
 //   backward: cols = im2col(x_g); dW_lane (+)= dy_g * cols^T;
@@ -35,9 +37,9 @@ namespace devmap::cpu {
 // inputs, the batch, max_lanes and the algorithm, never on the pool size.
 //
 // Workspace (GemmConvLayout), per lane, as float32:
-//   cols    [C*K*K, G*OH*OW]
+//   cols    [(C/groups)*K*K, G*OH*OW]
 //   block   [O,     G*OH*OW]   only when G > 1
-//   dw      [O, C*K*K]         the lane's dW partial (backward)
+//   dw      [O, (C/groups)*K*K]  the lane's dW partial (backward)
 // WinogradConvLayout for Winograd. workspace_bytes(node, batch) = shared +
 // lanes(batch) * lane_bytes(node): bounded for any batch and monotone in
 // it, so a workspace sized for the largest micro-batch fits every smaller one.

@@ -6,10 +6,13 @@
 #include "core/error.h"
 #include "kernels/cpu/activations.h"
 #include "kernels/cpu/add.h"
+#include "kernels/cpu/avg_pool2d.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/concat.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/dropout.h"
+#include "kernels/cpu/global_avg_pool.h"
 #include "kernels/cpu/layer_norm.h"
 #include "kernels/cpu/loss.h"
 #include "kernels/cpu/max_pool2d.h"
@@ -43,7 +46,10 @@ const std::map<std::string, Maker>& table() {
       {"reshape", make<cpu::CopyKernel>},
       {"softmax_cross_entropy", make<cpu::SoftmaxCrossEntropyKernel>},
       // Alphabetical from here on.
+      {"avg_pool2d", make<cpu::AvgPool2dKernel>},
+      {"concat", make<cpu::ConcatKernel>},
       {"gelu", make<cpu::GeluKernel>},
+      {"global_avg_pool", make<cpu::GlobalAvgPoolKernel>},
       {"layer_norm", make<cpu::LayerNormKernel>},
       {"leaky_relu", make<cpu::LeakyReluKernel>},
       {"mse_loss", make<cpu::MseLossKernel>},

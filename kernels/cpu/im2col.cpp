@@ -6,7 +6,8 @@
 namespace devmap::cpu {
 namespace {
 
-// Output columns [lo, hi) whose input column ow*S-P+kw lies inside [0, W).
+// Output columns [lo, hi) whose input column ow*S-P+kw lies inside [0, W)
+// (kw: the tap's offset, its index times the dilation).
 struct ValidRange {
   int64_t lo, hi;
 };
@@ -41,7 +42,8 @@ inline void copy_row(float* dst, const float* src, int64_t n) {
 }
 
 void im2col_padded(const ConvGeometry& g, const float* plane, float* cols, int64_t ld) {
-  const int64_t k = g.kernel, p = g.padding, pw = g.width + 2 * p, ph = g.height + 2 * p, ow_n = g.out_w;
+  const int64_t k = g.kernel, d = g.dilation, p = g.padding, pw = g.width + 2 * p, ph = g.height + 2 * p,
+                ow_n = g.out_w;
   float buf[kPaddedMax];
   std::fill(buf, buf + p * pw, 0.0f);
   for (int64_t ih = 0; ih < g.height; ++ih) {
@@ -54,19 +56,20 @@ void im2col_padded(const ConvGeometry& g, const float* plane, float* cols, int64
   for (int64_t kh = 0; kh < k; ++kh)
     for (int64_t kw = 0; kw < k; ++kw) {
       float* row = cols + (kh * k + kw) * ld;
-      for (int64_t oh = 0; oh < g.out_h; ++oh) copy_row(row + oh * ow_n, buf + (oh + kh) * pw + kw, ow_n);
+      for (int64_t oh = 0; oh < g.out_h; ++oh) copy_row(row + oh * ow_n, buf + (oh + kh * d) * pw + kw * d, ow_n);
     }
 }
 
 void col2im_padded(const ConvGeometry& g, const float* cols, int64_t ld, float* plane) {
-  const int64_t k = g.kernel, p = g.padding, pw = g.width + 2 * p, ph = g.height + 2 * p, ow_n = g.out_w;
+  const int64_t k = g.kernel, d = g.dilation, p = g.padding, pw = g.width + 2 * p, ph = g.height + 2 * p,
+                ow_n = g.out_w;
   float buf[kPaddedMax];
   std::fill(buf, buf + ph * pw, 0.0f);
   for (int64_t kh = 0; kh < k; ++kh)
     for (int64_t kw = 0; kw < k; ++kw) {
       const float* row = cols + (kh * k + kw) * ld;
       for (int64_t oh = 0; oh < g.out_h; ++oh) {
-        float* dst = buf + (oh + kh) * pw + kw;
+        float* dst = buf + (oh + kh * d) * pw + kw * d;
         const float* src = row + oh * ow_n;
         for (int64_t ow = 0; ow < ow_n; ++ow) dst[ow] += src[ow];
       }
@@ -82,20 +85,20 @@ void im2col_plane(const ConvGeometry& g, const float* plane, float* cols, int64_
     im2col_padded(g, plane, cols, ld);
     return;
   }
-  const int64_t k = g.kernel, s = g.stride, p = g.padding, ow_n = g.out_w;
+  const int64_t k = g.kernel, s = g.stride, p = g.padding, d = g.dilation, ow_n = g.out_w;
   for (int64_t kh = 0; kh < k; ++kh) {
     for (int64_t kw = 0; kw < k; ++kw) {
       float* row = cols + (kh * k + kw) * ld;
-      const ValidRange r = valid_range(kw, s, p, g.width, ow_n);
+      const ValidRange r = valid_range(kw * d, s, p, g.width, ow_n);
       for (int64_t oh = 0; oh < g.out_h; ++oh) {
         float* dst = row + oh * ow_n;
-        const int64_t ih = oh * s - p + kh;
+        const int64_t ih = oh * s - p + kh * d;
         if (ih < 0 || ih >= g.height) {
           std::fill(dst, dst + ow_n, 0.0f);
           continue;
         }
-        const float* src = plane + ih * g.width;  // input column of ow: ow*s + kw - p
-        const int64_t shift = kw - p;
+        const float* src = plane + ih * g.width;  // input column of ow: ow*s + kw*d - p
+        const int64_t shift = kw * d - p;
         std::fill(dst, dst + r.lo, 0.0f);
         if (s == 1) {
           if (r.hi > r.lo)
@@ -114,18 +117,18 @@ void col2im_plane(const ConvGeometry& g, const float* cols, int64_t ld, float* p
     col2im_padded(g, cols, ld, plane);  // the same additions in the same order
     return;
   }
-  const int64_t k = g.kernel, s = g.stride, p = g.padding, ow_n = g.out_w;
+  const int64_t k = g.kernel, s = g.stride, p = g.padding, d = g.dilation, ow_n = g.out_w;
   std::fill(plane, plane + g.in_plane(), 0.0f);
   for (int64_t kh = 0; kh < k; ++kh) {
     for (int64_t kw = 0; kw < k; ++kw) {
       const float* row = cols + (kh * k + kw) * ld;
-      const ValidRange r = valid_range(kw, s, p, g.width, ow_n);
+      const ValidRange r = valid_range(kw * d, s, p, g.width, ow_n);
       for (int64_t oh = 0; oh < g.out_h; ++oh) {
-        const int64_t ih = oh * s - p + kh;
+        const int64_t ih = oh * s - p + kh * d;
         if (ih < 0 || ih >= g.height) continue;
         const float* src = row + oh * ow_n;
-        float* dst = plane + ih * g.width;  // input column of ow: ow*s + kw - p
-        const int64_t shift = kw - p;
+        float* dst = plane + ih * g.width;  // input column of ow: ow*s + kw*d - p
+        const int64_t shift = kw * d - p;
         if (s == 1) {
           for (int64_t ow = r.lo; ow < r.hi; ++ow) dst[ow + shift] += src[ow];  // contiguous: vectorises
         } else {

@@ -8,13 +8,15 @@
 
 namespace devmap::cpu {
 
-// Columns layout: a row-major matrix [C*K*K, ld]. For one plane (sample s of
-// a chunk, channel c) `cols` points at row c*K*K, column s*OH*OW; the plane
+// Columns layout: a row-major matrix [C*K*K, ld] (C: the channels of one
+// conv group). For one plane (sample s of a chunk, channel c of the group)
+// `cols` points at row c*K*K, column s*OH*OW; the plane
 // owns rows [c*K*K, (c+1)*K*K) x columns [s*OH*OW, (s+1)*OH*OW) and nothing
 // else, so planes can be processed in parallel.
 //
 // Writes the plane's K*K rows: cols[(kh*K+kw)*ld + oh*OW + ow] =
-// plane[oh*S-P+kh][ow*S-P+kw], or 0 where that falls in the padding.
+// plane[oh*S-P+kh*D][ow*S-P+kw*D] (D: the dilation), or 0 where that falls
+// in the padding.
 void im2col_plane(const ConvGeometry& g, const float* plane, float* cols, int64_t ld);
 
 // The adjoint of im2col_plane: overwrites `plane` ([H, W]) with the sum, for

@@ -15,7 +15,8 @@ namespace {
 std::string describe(const ConvShape& s) {
   return "input [" + std::to_string(s.batch) + "," + std::to_string(s.channels) + "," + std::to_string(s.height) + "," +
          std::to_string(s.width) + "], " + std::to_string(s.filters) + " filters " + std::to_string(s.kernel) + "x" +
-         std::to_string(s.kernel) + ", stride " + std::to_string(s.stride) + ", padding " + std::to_string(s.padding);
+         std::to_string(s.kernel) + ", stride " + std::to_string(s.stride) + ", padding " + std::to_string(s.padding) +
+         ", dilation " + std::to_string(s.dilation) + ", groups " + std::to_string(s.groups);
 }
 
 // The three passes differ only in their types and functions; each trait
@@ -133,6 +134,8 @@ ConvShape ConvShape::of(const Node& node, int64_t batch) {
                    node.attrs.get_int("kernel"),
                    node.attrs.get_int("stride"),
                    node.attrs.get_int("padding"),
+                   node.attrs.get_int("dilation"),
+                   node.attrs.get_int("groups"),
                    node.out_shape[1],
                    node.out_shape[2]};
 }
@@ -168,8 +171,8 @@ std::unique_ptr<ConvPlan> ConvPlans::make(const ConvShape& s, size_t limit) {
   cudnnHandle_t h = device_.cudnn();
   auto plan = std::make_unique<ConvPlan>();
   plan->x.set(s.batch, s.channels, s.height, s.width);
-  plan->w.set(s.filters, s.channels, s.kernel, s.kernel);
-  plan->conv.set(s.padding, s.stride);
+  plan->w.set(s.filters, s.channels / s.groups, s.kernel, s.kernel);
+  plan->conv.set(s.padding, s.stride, s.dilation, s.groups);
   int n = 0, c = 0, oh = 0, ow = 0;
   check(cudnnGetConvolution2dForwardOutputDim(plan->conv.get(), plan->x.get(), plan->w.get(), &n, &c, &oh, &ow),
         "cudnnGetConvolution2dForwardOutputDim");

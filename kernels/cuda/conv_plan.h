@@ -28,9 +28,11 @@
 namespace devmap::cuda {
 
 struct ConvShape {
-  int64_t batch, channels, height, width, filters, kernel, stride, padding, out_h, out_w;
+  int64_t batch, channels, height, width, filters, kernel, stride, padding, dilation, groups, out_h, out_w;
   static ConvShape of(const Node& node, int64_t batch);
-  auto key() const { return std::tie(batch, channels, height, width, filters, kernel, stride, padding); }
+  auto key() const {
+    return std::tie(batch, channels, height, width, filters, kernel, stride, padding, dilation, groups);
+  }
   bool operator<(const ConvShape& o) const { return key() < o.key(); }
 };
 

@@ -4,6 +4,8 @@
 
 #include "core/error.h"
 #include "kernels/cuda/activations.h"
+#include "kernels/cuda/avg_pool2d.h"
+#include "kernels/cuda/concat.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/dense.h"
 #include "kernels/cuda/elementwise.h"
@@ -41,7 +43,10 @@ const std::map<std::string, Maker>& table() {
       {"reshape", make<CopyKernel>},
       {"softmax_cross_entropy", make<SoftmaxCrossEntropyKernel>},
       // Alphabetical from here on.
+      {"avg_pool2d", make<AvgPool2dKernel>},
+      {"concat", make<ConcatKernel>},
       {"gelu", make<ActivationKernel>},
+      {"global_avg_pool", make<GlobalAvgPoolKernel>},
       {"layer_norm", make<LayerNormKernel>},
       {"leaky_relu", make<ActivationKernel>},
       {"mse_loss", make<MseLossKernel>},

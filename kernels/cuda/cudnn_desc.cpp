@@ -45,10 +45,12 @@ ConvDesc::ConvDesc() {
 ConvDesc::~ConvDesc() {
   (void)cudnnDestroyConvolutionDescriptor(desc_);
 }
-void ConvDesc::set(int64_t padding, int64_t stride) {
-  const int p = to_cudnn_int(padding, "padding"), s = to_cudnn_int(stride, "stride");
-  check(cudnnSetConvolution2dDescriptor(desc_, p, p, s, s, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+void ConvDesc::set(int64_t padding, int64_t stride, int64_t dilation, int64_t groups) {
+  const int p = to_cudnn_int(padding, "padding"), s = to_cudnn_int(stride, "stride"),
+            d = to_cudnn_int(dilation, "dilation");
+  check(cudnnSetConvolution2dDescriptor(desc_, p, p, s, s, d, d, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "cudnnSetConvolution2dDescriptor");
+  check(cudnnSetConvolutionGroupCount(desc_, to_cudnn_int(groups, "groups")), "cudnnSetConvolutionGroupCount");
   check(cudnnSetConvolutionMathType(desc_, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
 }
 

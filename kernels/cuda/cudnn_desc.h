@@ -46,7 +46,9 @@ class ConvDesc {
   ~ConvDesc();
   ConvDesc(const ConvDesc&) = delete;
   ConvDesc& operator=(const ConvDesc&) = delete;
-  void set(int64_t padding, int64_t stride);
+  // Cross-correlation, FMA math; `groups` channel groups (the filter
+  // descriptor then holds C/groups input channels).
+  void set(int64_t padding, int64_t stride, int64_t dilation, int64_t groups);
   cudnnConvolutionDescriptor_t get() const { return desc_; }
 
  private:

@@ -220,6 +220,8 @@ TEST(ConfigFields, ReportsOneMessagePerMistake) {
   EXPECT_EQ(err("model: {ops: [{name: image, op: input, shape: [1], inputs: [image]}]}\n"),
             "c.yaml:1:61: op 'image' input 'image' names the op itself");
   EXPECT_EQ(err("model: {ops: [{name: x, op: flatten}]}\n"), "c.yaml:1:15: op 'x' (flatten) takes 1 input, got 0");
+  EXPECT_EQ(err("model: {ops: [{name: image, op: input, shape: [1]}, {name: x, op: concat, inputs: [image]}]}\n"),
+            "c.yaml:1:83: op 'x' (concat) takes 2 or more inputs, got 1");
   EXPECT_EQ(err("model: {ops: [{name: x, op: relu, inputs: x}]}\n"),
             "c.yaml:1:43: op 'x' (relu) inputs must be a list of op names such as [conv1], got 'x'");
   EXPECT_EQ(

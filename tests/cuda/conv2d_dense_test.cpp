@@ -69,6 +69,30 @@ TEST(CudaConv2d, StrideTwoPaddingOneNoBiasMatchesCpu) {
   compare_op(h, 3);
 }
 
+TEST(CudaConv2d, DilationTwoGroupsTwoMatchesCpu) {
+  DEVMAP_REQUIRE_GPU();
+  OpHarness h(make_node("conv2d", "c", {{4, 9, 8}},
+                        {{"filters", int64_t{6}},
+                         {"kernel", int64_t{3}},
+                         {"padding", int64_t{2}},
+                         {"dilation", int64_t{2}},
+                         {"groups", int64_t{2}}}),
+              3);
+  compare_op(h, 5);
+}
+
+TEST(CudaConv2d, DepthwiseStrideTwoMatchesCpu) {
+  DEVMAP_REQUIRE_GPU();
+  OpHarness h(make_node("conv2d", "c", {{5, 9, 9}},
+                        {{"filters", int64_t{5}},
+                         {"kernel", int64_t{3}},
+                         {"stride", int64_t{2}},
+                         {"padding", int64_t{1}},
+                         {"groups", int64_t{5}}}),
+              4);
+  compare_op(h, 6);
+}
+
 TEST(CudaConv2d, PointwiseOddBatchMatchesCpu) {
   DEVMAP_REQUIRE_GPU();
   OpHarness h(make_node("conv2d", "c", {{4, 5, 5}}, {{"filters", int64_t{6}}, {"kernel", int64_t{1}}}), 7);

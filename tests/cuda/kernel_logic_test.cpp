@@ -1,5 +1,5 @@
 // The per-thread logic of the hand-written CUDA kernels (philox.h,
-// dropout_logic.h, pool_logic.h, loss_logic.h, optimizer_logic.h), run on
+// dropout_logic.h, pool_logic.h, avg_pool_logic.h, loss_logic.h, optimizer_logic.h), run on
 // the CPU over every thread index, against the CPU kernels. These run
 // everywhere, GPU or not: they check that the kernels compute the CPU's
 // function; the GPU tests check that the device runs them as written.
@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "core/random.h"
+#include "kernels/cuda/avg_pool_logic.h"
 #include "kernels/cuda/dropout_logic.h"
 #include "kernels/cuda/loss_logic.h"
 #include "kernels/cuda/max_pool2d.h"
@@ -112,6 +113,53 @@ TEST(KernelLogic, MaxPoolForwardAndBackwardAreTheCpus) {
                                              h.d_output.data(), static_cast<int64_t>(i));
       expect_same(dx, h.d_inputs[0], what + (with_output ? " backward" : " backward without y"));
     }
+  }
+}
+
+TEST(KernelLogic, AvgPoolForwardAndBackwardAreTheCpus) {
+  struct Case {
+    Shape in;
+    int64_t kernel, stride, padding, batch;
+  };
+  for (const Case& c : {Case{{3, 8, 8}, 2, 0, 0, 2}, Case{{2, 7, 9}, 2, 0, 0, 3}, Case{{2, 9, 8}, 3, 2, 1, 2},
+                        Case{{1, 8, 8}, 3, 1, 0, 2}, Case{{2, 6, 7}, 4, 3, 2, 1}}) {
+    OpHarness h(
+        make_node("avg_pool2d", "p", {c.in}, {{"kernel", c.kernel}, {"stride", c.stride}, {"padding", c.padding}}),
+        c.batch);
+    fill_uniform(span_of(h.inputs[0]), static_cast<uint64_t>(c.kernel * 10 + c.padding), -1.0f, 1.0f);
+    fill_uniform(span_of(h.d_output), 77, -1.0f, 1.0f);
+    const std::string what = "avg pool " + c.in.to_string() + " k" + std::to_string(c.kernel) + " s" +
+                             std::to_string(c.stride) + " p" + std::to_string(c.padding);
+    const PoolGeometry g = cuda::MaxPool2dKernel::geometry(h.node, c.batch);
+    h.forward();
+    std::vector<float> y(static_cast<size_t>(h.output.size()));
+    for (size_t i = 0; i < y.size(); ++i)
+      y[i] = cuda::avg_pool::forward_element(g, h.inputs[0].data(), static_cast<int64_t>(i));
+    expect_same(y, h.output, what + " forward");
+    h.backward();
+    std::vector<float> dx(static_cast<size_t>(h.d_inputs[0].size()));
+    for (size_t i = 0; i < dx.size(); ++i)
+      dx[i] = cuda::avg_pool::backward_element(g, h.d_output.data(), static_cast<int64_t>(i));
+    expect_same(dx, h.d_inputs[0], what + " backward");
+  }
+}
+
+TEST(KernelLogic, GlobalAvgPoolIsTheCpus) {
+  for (const Shape& in : {Shape{3, 7, 7}, Shape{5, 2, 3}, Shape{2, 1, 1}}) {
+    OpHarness h(make_node("global_avg_pool", "gap", {in}), 3);
+    fill_uniform(span_of(h.inputs[0]), 5, -1.0f, 1.0f);
+    fill_uniform(span_of(h.d_output), 6, -1.0f, 1.0f);
+    const int64_t planes = 3 * in[0], area = in[1] * in[2];
+    h.forward();
+    std::vector<float> y(static_cast<size_t>(planes));
+    for (int64_t i = 0; i < planes; ++i)
+      y[static_cast<size_t>(i)] = cuda::avg_pool::global_forward_element(h.inputs[0].data(), area, i);
+    expect_same(y, h.output, "global_avg_pool forward " + in.to_string());
+    h.backward();
+    std::vector<float> dx(static_cast<size_t>(planes * area));
+    for (int64_t i = 0; i < planes * area; ++i)
+      dx[static_cast<size_t>(i)] = cuda::avg_pool::global_backward_element(h.d_output.data(), area, i);
+    expect_same(dx, h.d_inputs[0], "global_avg_pool backward " + in.to_string());
   }
 }
 

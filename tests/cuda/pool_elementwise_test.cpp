@@ -1,4 +1,5 @@
-// max_pool2d, relu, add, flatten/reshape and dropout: the CUDA kernels
+// max_pool2d, avg_pool2d, global_avg_pool, concat, relu, add,
+// flatten/reshape and dropout: the CUDA kernels
 // against the CPU kernels. Tolerance: none: these compute the same float
 // operations element by element (max, compare, one add or multiply), so the
 // values must be equal (NaN matching NaN).
@@ -112,6 +113,40 @@ TEST(CudaRelu, LargeTensorMatchesCpu) {
   OpHarness h(make_node("relu", "r", {{1024}}), 64);
   randomize(h, 8);
   compare_forward_backward(h, "relu");
+}
+
+TEST(CudaAvgPool2d, OverlappingPaddedWindowsMatchCpu) {
+  DEVMAP_REQUIRE_GPU();
+  OpHarness h(make_node("avg_pool2d", "p", {{3, 9, 8}},
+                        {{"kernel", int64_t{3}}, {"stride", int64_t{2}}, {"padding", int64_t{1}}}),
+              3);
+  randomize(h, 21);
+  compare_forward_backward(h, "avg pool 3x3 stride 2 padding 1");
+}
+
+TEST(CudaAvgPool2d, Kernel2MatchesCpu) {
+  DEVMAP_REQUIRE_GPU();
+  OpHarness h(make_node("avg_pool2d", "p", {{16, 14, 14}}, {{"kernel", int64_t{2}}}), 4);
+  randomize(h, 22);
+  compare_forward_backward(h, "avg pool 2x2");
+}
+
+TEST(CudaGlobalAvgPool, MatchesCpu) {
+  DEVMAP_REQUIRE_GPU();
+  OpHarness h(make_node("global_avg_pool", "gap", {{64, 7, 7}}), 5);
+  randomize(h, 23);
+  compare_forward_backward(h, "global_avg_pool");
+}
+
+TEST(CudaConcat, ChannelsAndFeaturesMatchCpu) {
+  DEVMAP_REQUIRE_GPU();
+  OpHarness maps(make_node("concat", "cat", {{2, 3, 3}, {1, 3, 3}, {4, 3, 3}}), 3);
+  randomize(maps, 24);
+  compare_forward_backward(maps, "concat channels");
+  OpHarness flat(make_node("concat", "cat", {{5}, {7}}), 4);
+  randomize(flat, 25);
+  flat.want_input_grad = {true, false};
+  compare_forward_backward(flat, "concat features, one input gradient");
 }
 
 TEST(CudaAdd, MatchesCpu) {

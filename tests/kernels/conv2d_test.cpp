@@ -79,13 +79,93 @@ TEST(Conv2d, HandComputedChannelsAndBatch) {
             (std::vector<float>{6, 12, 18, 24, 20, 39, 58, 77, /* sample 1 */ 0.5f, 0.5f, 0.5f, 0.5f, 3, 3, 3, 3}));
 }
 
+TEST(Conv2d, HandComputedDilation) {
+  // 2x2 kernel of taps {1, 10, 100, 1000}, dilation 2 over a 4x4 plane: the
+  // taps read x[i][j], x[i][j+2], x[i+2][j], x[i+2][j+2].
+  OpHarness h(make_node("conv2d", "c", {{1, 4, 4}},
+                        {{"filters", int64_t{1}}, {"kernel", int64_t{2}}, {"dilation", int64_t{2}}, {"bias", false}}),
+              1);
+  set(h.inputs[0], iota(16, 0.0f));  // x[i][j] = 4i + j
+  set(h.params[0], {1, 10, 100, 1000});
+  h.forward();
+  // y[i][j] = x[i][j] + 10 x[i][j+2] + 100 x[i+2][j] + 1000 x[i+2][j+2]
+  auto y = [](float i, float j) {
+    return (4 * i + j) + 10 * (4 * i + j + 2) + 100 * (4 * (i + 2) + j) + 1000 * (4 * (i + 2) + j + 2);
+  };
+  EXPECT_EQ(to_vector(h.output), (std::vector<float>{y(0, 0), y(0, 1), y(1, 0), y(1, 1)}));
+  set(h.d_output, {1, 0, 0, 0});  // only the top-left window
+  h.backward();
+  EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{1, 0, 10, 0, 0, 0, 0, 0, 100, 0, 1000, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(to_vector(h.d_params[0]), (std::vector<float>{0, 2, 8, 10}));  // x at the four taps of window (0,0)
+}
+
+TEST(Conv2d, HandComputedGroupsKeepChannelsApart) {
+  // groups 2, one 1x1 filter per group: filter 0 sees channel 0 only,
+  // filter 1 channel 1 only: y0 = 2 x0, y1 = -x1.
+  OpHarness h(make_node("conv2d", "c", {{2, 1, 2}},
+                        {{"filters", int64_t{2}}, {"kernel", int64_t{1}}, {"groups", int64_t{2}}, {"bias", false}}),
+              1);
+  EXPECT_EQ(h.params[0].size(), 2);  // weight [2, 1, 1, 1]
+  set(h.inputs[0], {1, 2, 3, 4});
+  set(h.params[0], {2, -1});
+  h.forward();
+  EXPECT_EQ(to_vector(h.output), (std::vector<float>{2, 4, -3, -4}));
+  set(h.d_output, {1, 1, 10, 10});
+  h.backward();
+  EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{2, 2, -10, -10}));
+  EXPECT_EQ(to_vector(h.d_params[0]), (std::vector<float>{3, 70}));
+}
+
+TEST(Conv2d, GroupsThatDoNotDivideAreAnInputError) {
+  for (const auto& [channels, filters] : {std::pair{int64_t{4}, int64_t{6}}, std::pair{int64_t{6}, int64_t{4}}}) {
+    try {
+      make_node("conv2d", "c", {{channels, 5, 5}},
+                {{"filters", filters}, {"kernel", int64_t{3}}, {"groups", int64_t{3}}});
+      FAIL() << "groups 3 accepted for " << channels << " channels, " << filters << " filters";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+      EXPECT_NE(std::string(e.what()).find("groups 3 must divide both the input channels"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// A grouped convolution equals the ordinary one whose weights are zero
+// outside each filter's group (block-diagonal in channels), up to rounding.
+TEST(Conv2d, GroupsMatchBlockDiagonalConvolution) {
+  const int64_t c = 4, o = 6, k = 3, groups = 2, cg = c / groups, og = o / groups;
+  OpHarness grouped(make_node("conv2d", "c", {{c, 7, 6}},
+                              {{"filters", o}, {"kernel", k}, {"padding", int64_t{1}}, {"groups", groups}}),
+                    3);
+  OpHarness dense(make_node("conv2d", "c", {{c, 7, 6}}, {{"filters", o}, {"kernel", k}, {"padding", int64_t{1}}}), 3);
+  randomize(grouped, 21);
+  std::copy(grouped.inputs[0].data(), grouped.inputs[0].data() + grouped.inputs[0].size(), dense.inputs[0].data());
+  std::copy(grouped.params[1].data(), grouped.params[1].data() + o, dense.params[1].data());
+  std::fill(dense.params[0].data(), dense.params[0].data() + dense.params[0].size(), 0.0f);
+  for (int64_t f = 0; f < o; ++f)
+    for (int64_t ci = 0; ci < cg; ++ci)
+      for (int64_t t = 0; t < k * k; ++t)
+        dense.params[0].data()[(f * c + (f / og) * cg + ci) * k * k + t] =
+            grouped.params[0].data()[(f * cg + ci) * k * k + t];
+  grouped.forward();
+  dense.forward();
+  for (int64_t i = 0; i < dense.output.size(); ++i)
+    EXPECT_NEAR(grouped.output.data()[i], dense.output.data()[i], 1e-5) << i;
+}
+
 // im2col_plane against its definition and col2im_plane against the adjoint
 // summed in the documented order (kh, kw, oh, ow), bit for bit: a small
 // stride-1 plane (the padded stack-buffer path), one too large for it, and
-// stride 2 (the general path).
+// stride 2 (the general path), each also dilated.
 TEST(Conv2d, Im2colAndCol2imMatchTheDefinition) {
-  for (const auto& [size, kernel, stride, padding] :
-       std::vector<std::array<int64_t, 4>>{{9, 3, 1, 1}, {28, 5, 1, 2}, {70, 3, 1, 1}, {9, 3, 2, 1}, {8, 2, 1, 0}}) {
+  for (const auto& [size, kernel, stride, padding, dilation] : std::vector<std::array<int64_t, 5>>{{9, 3, 1, 1, 1},
+                                                                                                   {28, 5, 1, 2, 1},
+                                                                                                   {70, 3, 1, 1, 1},
+                                                                                                   {9, 3, 2, 1, 1},
+                                                                                                   {8, 2, 1, 0, 1},
+                                                                                                   {9, 3, 1, 2, 2},
+                                                                                                   {70, 3, 1, 1, 3},
+                                                                                                   {11, 3, 2, 1, 2}}) {
     ConvGeometry g;
     g.channels = 1;
     g.height = size;
@@ -94,8 +174,9 @@ TEST(Conv2d, Im2colAndCol2imMatchTheDefinition) {
     g.kernel = kernel;
     g.stride = stride;
     g.padding = padding;
-    g.out_h = (g.height + 2 * padding - kernel) / stride + 1;
-    g.out_w = (g.width + 2 * padding - kernel) / stride + 1;
+    g.dilation = dilation;
+    g.out_h = (g.height + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
+    g.out_w = (g.width + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
     const int64_t kk = kernel * kernel, p = g.positions(), ld = p + 3;
     Buffer plane(g.in_plane()), cols(kk * ld), back(g.in_plane());
     fill_uniform(span_of(plane), 31, -1, 1);
@@ -106,7 +187,7 @@ TEST(Conv2d, Im2colAndCol2imMatchTheDefinition) {
       for (int64_t kw = 0; kw < kernel; ++kw)
         for (int64_t oh = 0; oh < g.out_h; ++oh)
           for (int64_t ow = 0; ow < g.out_w; ++ow) {
-            const int64_t ih = oh * stride - padding + kh, iw = ow * stride - padding + kw;
+            const int64_t ih = oh * stride - padding + kh * dilation, iw = ow * stride - padding + kw * dilation;
             const bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
             const float c = cols.data()[(kh * kernel + kw) * ld + oh * g.out_w + ow];
             ASSERT_EQ(c, inside ? plane.data()[ih * g.width + iw] : 0.0f) << size << " " << kh << kw << oh << ow;
@@ -143,6 +224,40 @@ TEST(Conv2d, GradientsStrideLargerThanKernelNoBias) {
               2);
   randomize(h, 3);
   expect_gradients(h, 13);
+}
+
+TEST(Conv2d, GradientsDilationGroups) {
+  OpHarness h(make_node("conv2d", "c", {{4, 9, 8}},
+                        {{"filters", int64_t{6}},
+                         {"kernel", int64_t{3}},
+                         {"stride", int64_t{2}},
+                         {"padding", int64_t{2}},
+                         {"dilation", int64_t{2}},
+                         {"groups", int64_t{2}}}),
+              2);
+  randomize(h, 16);
+  expect_gradients(h, 17);
+}
+
+TEST(Conv2d, GradientsDepthwise) {
+  OpHarness h(
+      make_node("conv2d", "c", {{3, 7, 7}},
+                {{"filters", int64_t{6}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}, {"groups", int64_t{3}}}),
+      3);
+  randomize(h, 18);
+  expect_gradients(h, 19);
+}
+
+TEST(Conv2d, FlippedGradientsOfDilatedGroupedConvFailTheCheck) {
+  OpHarness h(make_node("conv2d", "c", {{4, 9, 8}},
+                        {{"filters", int64_t{4}},
+                         {"kernel", int64_t{3}},
+                         {"padding", int64_t{2}},
+                         {"dilation", int64_t{2}},
+                         {"groups", int64_t{4}}}),
+              2);
+  randomize(h, 20);
+  expect_gradients(h, 21, /*flip_sign=*/true);
 }
 
 TEST(Conv2d, FlippedGradientsFailTheCheck) {

@@ -171,6 +171,13 @@ TEST(ConvWinograd, AutoPicksWinogradWhereItAppliesAndPays) {
   EXPECT_EQ(k.algorithm(make_node("conv2d", "c", {{32, 14, 14}},
                                   {{"filters", int64_t{8}}, {"kernel", int64_t{3}}, {"stride", int64_t{2}}})),
             ConvAlgorithm::kGemm);
+  // Dilation or groups: auto falls back to gemm.
+  for (const auto& [key, value] : {std::pair{"dilation", int64_t{2}}, std::pair{"groups", int64_t{4}}})
+    EXPECT_EQ(k.algorithm(
+                  make_node("conv2d", "c", {{32, 14, 14}},
+                            {{"filters", int64_t{32}}, {"kernel", int64_t{3}}, {"padding", int64_t{2}}, {key, value}})),
+              ConvAlgorithm::kGemm)
+        << key;
   // The attribute overrides auto.
   EXPECT_EQ(
       k.algorithm(make_node("conv2d", "c", {{32, 14, 14}},
@@ -193,6 +200,18 @@ TEST(ConvWinograd, ImpossibleOrUnknownAlgorithmIsAnInputError) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
     EXPECT_NE(std::string(e.what()).find("stride 2 (needs 1)"), std::string::npos) << e.what();
+  }
+  for (const auto& [key, why] :
+       {std::pair{"dilation", "dilation 2 (needs 1)"}, std::pair{"groups", "groups 2 (needs 1)"}}) {
+    try {
+      make_node(
+          "conv2d", "c", {{8, 14, 14}},
+          {{"filters", int64_t{8}}, {"kernel", int64_t{3}}, {key, int64_t{2}}, {"algorithm", std::string("winograd")}});
+      FAIL() << key << " 2 winograd was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
   }
   try {
     make_node("conv2d", "c", {{8, 14, 14}},
