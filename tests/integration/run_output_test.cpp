@@ -79,6 +79,7 @@ TEST_F(RunOutput, ResultsGoToStdoutAndProgressToStderr) {
     if (l.rfind("epoch 1/2 [", 0) == 0) progress.push_back(l);
   ASSERT_EQ(progress.size(), 10u) << r.err;
   EXPECT_NE(progress[0].find(" 1/10 mean loss "), std::string::npos) << progress[0];
+  EXPECT_NE(progress[0].find(" img/s lr 0.01"), std::string::npos) << "the config's learning rate: " << progress[0];
   EXPECT_EQ(r.err.find("\r"), std::string::npos) << "a redrawn bar off a terminal";
   EXPECT_NE(r.err.find("devmap: outputs: checkpoint " + out_dir + "/fashion_mnist_cnn.safetensors, metrics " + out_dir +
                        "/metrics.jsonl, resolved config " + out_dir + "/metrics.config.yaml"),
@@ -93,6 +94,8 @@ TEST_F(RunOutput, ResultsGoToStdoutAndProgressToStderr) {
   EXPECT_EQ(json_field(done[0], "steps_run"), "20");
   EXPECT_EQ(json_field(done[0], "stopped_by"), "epochs");
   EXPECT_NE(done[0].find("\"device_busy\":{\"cpu:0\":"), std::string::npos) << done[0];
+  // Each step event carries the step's learning rate (constant here).
+  for (const std::string& step : lines_with(metrics, "step")) EXPECT_EQ(json_field(step, "lr"), "0.01") << step;
 
   // --log-every N: a progress line every N steps instead.
   TempDir other;
