@@ -216,12 +216,12 @@ TEST(CommandLineHelp, TyposGetTheNearestName) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.first_err_line(),
             "--set train.optimizer.beta=0.8: unknown key 'beta' in train.optimizer (type momentum) (valid: type, "
-            "learning_rate, weight_decay, momentum)");
+            "learning_rate, weight_decay, momentum, schedule)");
   r = run_process({DEVMAP_COORDINATOR_BIN, "plan", config, "--set", "train.optimizer.beta1=0.8"}, dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.first_err_line(),
             "--set train.optimizer.beta1=0.8: train.optimizer.beta1 does not apply to optimizer type 'momentum' (its "
-            "keys: type, learning_rate, weight_decay, momentum)");
+            "keys: type, learning_rate, weight_decay, momentum, schedule)");
   // Switching the optimizer drops the keys only the old one read.
   r = run_process({DEVMAP_COORDINATOR_BIN, "plan", config, "--set", "train.optimizer.type=adam"}, dir.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
