@@ -128,6 +128,19 @@ TEST_F(RunOutput, ResumeAndMaxStepsSayWhatTheyCover) {
   EXPECT_NE(resumed.out.find("done, 9 of 13 steps (resumed at step 4) in "), std::string::npos) << resumed.out;
 }
 
+// A cosine over the run's steps needs steps after its warm-up: known once
+// the data sets the steps per epoch, before any worker starts.
+TEST_F(RunOutput, AWarmupThatLeavesTheCosineNoStepsIsBadInput) {
+  ProcessResult r = short_train(dir_, "fashion_mnist_mlp.yaml", 4,
+                                {"--set", "train.optimizer.schedule.type=cosine", "--set",
+                                 "train.optimizer.schedule.warmup_steps=4", "--metrics", dir_.path() + "/m.jsonl"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.first_err_line(), kConfigs +
+                                    "fashion_mnist_mlp.yaml: train.optimizer.schedule.warmup_steps 4 leaves none of "
+                                    "the run's 4 steps for the cosine: lower warmup_steps, or give the cosine's "
+                                    "length as train.optimizer.schedule.steps");
+}
+
 TEST_F(RunOutput, ExplicitOutputsWinOverOutDir) {
   const std::string out_dir = dir_.path() + "/out";
   const std::string weights = dir_.path() + "/mine.safetensors", metrics = dir_.path() + "/m.jsonl";
