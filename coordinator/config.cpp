@@ -69,16 +69,15 @@ LrSchedule read_schedule(const YamlSource& src, const YAML::Node& node) {
   s.kind = type == "step"     ? LrSchedule::Kind::kStep
            : type == "cosine" ? LrSchedule::Kind::kCosine
                               : LrSchedule::Kind::kConstant;
-  constexpr int64_t kMaxSteps = int64_t{1} << 40;
-  s.warmup_steps = map.get_int("warmup_steps", 0, 0, kMaxSteps);
+  s.warmup_steps = map.get_int("warmup_steps", 0, 0);
   s.warmup_start_factor = map.get_number("warmup_start_factor", s.warmup_start_factor, NumberRange{0, false, 1, true});
   if (s.kind == LrSchedule::Kind::kStep) {
     if (!map.has("step_size")) map.fail_missing("step_size");
-    s.step_size = map.get_int("step_size", 1, 1, kMaxSteps);
+    s.step_size = map.get_int("step_size", 1, 1);
     s.gamma = map.get_number("gamma", s.gamma, NumberRange{0, false});
   }
   s.min_learning_rate = map.get_number("min_learning_rate", 0.0, NumberRange{0, true});
-  s.cosine_steps = map.get_int("steps", 0, 0, kMaxSteps);
+  s.cosine_steps = map.get_int("steps", 0, 0);
   return s;
 }
 

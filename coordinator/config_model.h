@@ -23,7 +23,8 @@ struct ModelGraph {
 // op's AttrSpecs; absent optional ones are set to their defaults so kernels
 // can read every attribute), inputs (defined earlier, as many as the op
 // takes) and devices (declared). Then infers shapes, checks that every loss
-// and metric op reads a labels op with as many classes as its logits, and
+// and metric op that reads labels (OpSchema::second_input_is_labels) reads
+// a labels op with as many classes as its logits, and
 // checks the roles `job` needs: one input op, and for "train" one labels op
 // and one loss op. Throws devmap::Error (kInvalidInput) located at the
 // offending node.

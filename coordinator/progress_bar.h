@@ -1,5 +1,5 @@
 // ProgressBar: one line on stderr that redraws in place on a terminal
-// ("epoch 1/2 [#####.....] 312/938 loss 0.4321 1234 img/s ETA 0:32"); when
+// ("epoch 1/2 [#####.....] 312/938 mean loss 0.4321 1234 img/s lr 0.01 ETA 0:32"); when
 // stderr is not a terminal it prints a plain line every `every` steps and
 // at the end instead.
 #pragma once

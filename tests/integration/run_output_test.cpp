@@ -84,6 +84,7 @@ TEST_F(RunOutput, ResultsGoToStdoutAndProgressToStderr) {
     if (l.rfind("epoch 1/2 [", 0) == 0) progress.push_back(l);
   ASSERT_EQ(progress.size(), 10u) << r.err;
   EXPECT_NE(progress[0].find(" 1/10 mean loss "), std::string::npos) << progress[0];
+  EXPECT_NE(progress[0].find(" img/s lr 0.01"), std::string::npos) << "the config's learning rate: " << progress[0];
   EXPECT_EQ(r.err.find("\r"), std::string::npos) << "a redrawn bar off a terminal";
   EXPECT_NE(r.err.find("devmap: outputs: checkpoint " + out_dir + "/fashion_mnist_cnn.safetensors, metrics " + out_dir +
                        "/metrics.jsonl, resolved config " + out_dir + "/metrics.config.yaml"),
@@ -98,6 +99,8 @@ TEST_F(RunOutput, ResultsGoToStdoutAndProgressToStderr) {
   EXPECT_EQ(json_field(done[0], "steps_run"), "20");
   EXPECT_EQ(json_field(done[0], "stopped_by"), "epochs");
   EXPECT_NE(done[0].find("\"device_busy\":{\"cpu:0\":"), std::string::npos) << done[0];
+  // Each step event carries the step's learning rate (constant here).
+  for (const std::string& step : lines_with(metrics, "step")) EXPECT_EQ(json_field(step, "lr"), "0.01") << step;
 
   // --log-every N: a progress line every N steps instead.
   TempDir other;
@@ -128,6 +131,19 @@ TEST_F(RunOutput, ResumeAndMaxStepsSayWhatTheyCover) {
   EXPECT_NE(resumed.out.find("epoch 2: train loss "), std::string::npos) << resumed.out;
   EXPECT_NE(resumed.out.find(" (mean of steps 1-3 of 10), test loss"), std::string::npos) << resumed.out;
   EXPECT_NE(resumed.out.find("done, 9 of 13 steps (resumed at step 4) in "), std::string::npos) << resumed.out;
+}
+
+// A cosine over the run's steps needs steps after its warm-up: known once
+// the data sets the steps per epoch, before any worker starts.
+TEST_F(RunOutput, AWarmupThatLeavesTheCosineNoStepsIsBadInput) {
+  ProcessResult r = short_train(dir_, "fashion_mnist_mlp.yaml", 4,
+                                {"--set", "train.optimizer.schedule.type=cosine", "--set",
+                                 "train.optimizer.schedule.warmup_steps=4", "--metrics", dir_.path() + "/m.jsonl"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.first_err_line(), kConfigs +
+                                    "fashion_mnist_mlp.yaml: train.optimizer.schedule.warmup_steps 4 leaves none of "
+                                    "the run's 4 steps for the cosine: lower warmup_steps, or give the cosine's "
+                                    "length as train.optimizer.schedule.steps");
 }
 
 TEST_F(RunOutput, ExplicitOutputsWinOverOutDir) {
@@ -219,12 +235,12 @@ TEST(CommandLineHelp, TyposGetTheNearestName) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.first_err_line(),
             "--set train.optimizer.beta=0.8: unknown key 'beta' in train.optimizer (type momentum) (valid: type, "
-            "learning_rate, weight_decay, momentum)");
+            "learning_rate, weight_decay, momentum, schedule)");
   r = run_process({DEVMAP_COORDINATOR_BIN, "plan", config, "--set", "train.optimizer.beta1=0.8"}, dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.first_err_line(),
             "--set train.optimizer.beta1=0.8: train.optimizer.beta1 does not apply to optimizer type 'momentum' (its "
-            "keys: type, learning_rate, weight_decay, momentum)");
+            "keys: type, learning_rate, weight_decay, momentum, schedule)");
   // Switching the optimizer drops the keys only the old one read.
   r = run_process({DEVMAP_COORDINATOR_BIN, "plan", config, "--set", "train.optimizer.type=adam"}, dir.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
