@@ -28,8 +28,10 @@ SearchResult search(PlacementScorer& scorer, ScoreLog& log) {
       scorer.device_count() <= kChainSearchMaxDevices ? chain_of(scorer) : std::vector<int>{};
   if (!chain.empty()) {
     SearchResult r = search_chain(scorer, log, chain);
-    if (!r.best.empty()) return r;
+    if (!r.best.empty() && log.score(scorer, r.best).fits) return r;
   }
+  // Not a chain, or no contiguous placement fits: the heuristic, which may
+  // return to a device.
   return search_graph(scorer, log);
 }
 

@@ -11,13 +11,19 @@
 // It is a branch and bound over stage ends and devices: a PipeDream-style
 // dynamic program (stages and device assignments minimising the busiest
 // stage) and the one-device placements give the first incumbents, and a
-// partial placement is dropped as soon as a lower bound of every schedule's
-// makespan reaches the incumbent: for each micro-batch count c, over the
-// stages s so far, sum_{t<s} (F_t + B_t + forward transfer) + c (F_s + B_s)
+// partial placement is dropped as soon as a lower bound of its step time
+// reaches the incumbent. The bound is the least, over the micro-batch
+// counts c whose micro-batch leaves every stage's floor bytes (parameter
+// state and outputs, PlacementScorer::op_floor_bytes) within its device's
+// limit, of max over the stages s so far of
+//   sum_{t<s} (F_t + B_t + forward transfer) + c (F_s + B_s)
 // (micro-batch 0 reaches stage s, s runs all its forwards and backwards,
-// the gradient of the last goes back down). Stages whose parameters,
-// gradients and optimizer state alone pass their device's limit are never
-// formed. Used with at most kChainSearchMaxDevices devices.
+// the last gradient goes back down), F and B being a stage's forward and
+// backward seconds per micro-batch. Exact unless it tries more than
+// kMaxStagesVisited stages or scores the request's max_evaluations
+// placements first (then SearchResult::exact is false). Used with at most
+// kChainSearchMaxDevices devices; when no contiguous placement fits, the
+// heuristic below is tried too.
 //
 // Other graphs (and chains whose pins force a device to hold two stages):
 // a heuristic. Seeds are every one-device placement, a list schedule in

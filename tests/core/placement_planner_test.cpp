@@ -143,8 +143,14 @@ TEST(PlacementPlanner, ChainsMatchTheBestContiguousPlacement) {
     }
     const double best = brute_force(r, contiguous);
     const PlacementResult res = plan_placement(r);
-    ASSERT_EQ(res.fits, best < kInf) << "trial " << trial;
-    if (!res.fits) continue;
+    if (best == kInf) {  // no contiguous placement fits; one that returns to a device may
+      if (res.fits) {
+        EXPECT_EQ(res.plan.method, "heuristic");
+        expect_within_budgets(res.plan, r);
+      }
+      continue;
+    }
+    ASSERT_TRUE(res.fits) << "trial " << trial;
     ++fitted;
     EXPECT_EQ(res.plan.method, "chain");
     EXPECT_TRUE(res.plan.exact);
