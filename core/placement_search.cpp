@@ -134,7 +134,7 @@ std::vector<int> bottleneck_stages(const PlacementScorer& scorer, const std::vec
                                    const StageCosts& costs) {
   const int n = static_cast<int>(order.size());
   const int nd = scorer.device_count();
-  if (n == 0 || nd > kChainSearchMaxDevices + 2) return {};
+  if (n == 0 || nd > kChainSearchMaxDevices) return {};
   const StageRules rules(scorer, order);
   const size_t masks = size_t{1} << nd;
   // best[i][mask]: the least busiest stage placing order[i..n) on devices not in mask.

@@ -30,7 +30,8 @@
 // the style of HEFT (ops by decreasing upward rank, each on the device
 // where it finishes first, given its inputs' transfers, skipping devices
 // whose parameter state it would overfill) and the bottleneck dynamic
-// program over the ops' topological order; from the best two, local search
+// program over the ops' topological order (with at most
+// kChainSearchMaxDevices devices); from the best two, local search
 // moves one op at a time to another device (every free op on small graphs,
 // ops next to a cut edge on larger ones) while a move improves the score,
 // within the request's evaluation budget. Placements compare by: fits,
