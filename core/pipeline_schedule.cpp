@@ -51,8 +51,9 @@ struct SimAction {
   bool backward = false;
   int segment = 0, micro = 0;
   double cost = 0;
-  std::vector<int> deps;   // actions that must finish first
-  std::vector<int> sends;  // edges it sends on
+  std::vector<int> deps;          // actions that must finish first
+  std::vector<double> dep_delay;  // per dep: how long after it finishes this one may start (a transfer)
+  std::vector<int> sends;         // edges it sends on
   bool first_of_micro = false, last_of_micro = false;
   double finish = -1;  // -1: not started
   bool done = false;
@@ -92,9 +93,10 @@ class Simulation {
     double now = 0;
     size_t done = 0;
     while (done < nodes_.size()) {
+      double arrival = std::numeric_limits<double>::infinity();  // the next transfer to land
       for (int d = 0; d < nd; ++d) {
         if (running[static_cast<size_t>(d)] >= 0) continue;
-        const int a = pick(d, live[static_cast<size_t>(d)], held, last_forward[static_cast<size_t>(d)]);
+        const int a = pick(d, live[static_cast<size_t>(d)], held, last_forward[static_cast<size_t>(d)], now, arrival);
         if (a < 0) continue;
         SimAction& n = nodes_[static_cast<size_t>(a)];
         n.finish = now + n.cost;
@@ -128,6 +130,7 @@ class Simulation {
       double next = std::numeric_limits<double>::infinity();
       for (int a : running)
         if (a >= 0) next = std::min(next, nodes_[static_cast<size_t>(a)].finish);
+      next = std::min(next, arrival);
       if (next == std::numeric_limits<double>::infinity()) deadlock(held);
       now = next;
       for (int d = 0; d < nd; ++d) {
@@ -245,6 +248,8 @@ class Simulation {
               const Site& site = sent_at[static_cast<size_t>(ins.node)];
               assert(site.device >= 0);
               n.deps.push_back(index(site.device, site.backward, site.segment, m));
+              n.dep_delay.resize(n.deps.size() - 1, 0.0);
+              n.dep_delay.push_back(r_.edge_cost.empty() ? 0.0 : r_.edge_cost.at(static_cast<size_t>(ins.node)));
             }
           }
       }
@@ -285,6 +290,18 @@ class Simulation {
     return true;
   }
 
+  // When every dependency has finished and its transfer has landed
+  // (infinity while one has not finished).
+  double ready_at(const SimAction& n) const {
+    double t = 0;
+    for (size_t k = 0; k < n.deps.size(); ++k) {
+      const SimAction& dep = nodes_[static_cast<size_t>(n.deps[k])];
+      if (!dep.done) return std::numeric_limits<double>::infinity();
+      t = std::max(t, dep.finish + (k < n.dep_delay.size() ? n.dep_delay[k] : 0.0));
+    }
+    return t;
+  }
+
   bool admissible(const SimAction& n, int live) const {
     switch (r_.kind) {
       case PipelineKind::kNone:
@@ -305,8 +322,9 @@ class Simulation {
 
   // The device's next action, or -1.
   // 1f1b alternates once it is full: after a forward, the oldest backward
-  // that is ready; after a backward, a forward if one may start.
-  int pick(int d, int live, const std::vector<int>& held, bool last_was_forward) const {
+  // that is ready; after a backward, a forward if one may start. An action
+  // whose inputs are still in transit lowers `arrival` to when they land.
+  int pick(int d, int live, const std::vector<int>& held, bool last_was_forward, double now, double& arrival) const {
     int best = -1;
     auto better = [&](const SimAction& a, const SimAction& b) {
       const bool backward_first = r_.kind == PipelineKind::k1f1b && last_was_forward;
@@ -324,7 +342,12 @@ class Simulation {
         if (m >= r_.micro_batches) continue;
         const int i = index(d, pass == 1, static_cast<int>(seg), m);
         const SimAction& n = nodes_[static_cast<size_t>(i)];
-        if (!ready(n) || !admissible(n, live) || !slots_free(n, held)) continue;
+        const double at = ready_at(n);
+        if (at > now) {
+          if (at < std::numeric_limits<double>::infinity()) arrival = std::min(arrival, at);
+          continue;
+        }
+        if (!admissible(n, live) || !slots_free(n, held)) continue;
         if (best < 0 || better(n, nodes_[static_cast<size_t>(best)])) best = i;
       }
     }

@@ -71,6 +71,11 @@ struct ScheduleRequest {
   // Slots of each edge's ring (by edge id); empty: as many as the schedule
   // needs (PipelineSchedule::edge_slots says how many).
   std::vector<int> ring_slots;
+  // Transfer time of each edge (by edge id), in the cost unit: a segment
+  // that receives the edge starts no earlier than this long after the
+  // segment that sends it finished (the devices stay free meanwhile).
+  // Empty: every transfer is instant.
+  std::vector<double> edge_cost;
 };
 
 struct PipelineSchedule {

@@ -164,5 +164,29 @@ TEST(PipelineSchedule, KindsByName) {
   EXPECT_THROW(parse_pipeline_kind("zigzag"), Error);
 }
 
+TEST(PipelineSchedule, TransfersDelayTheReceiverAndNothingElse) {
+  Planned p = plan(split_cnn());
+  ASSERT_EQ(p.partition.edges.size(), 2u);  // pool2 forward, pool2@grad backward
+  for (PipelineKind kind : {PipelineKind::kNone, PipelineKind::kGpipe, PipelineKind::k1f1b}) {
+    ScheduleRequest r;
+    r.partition = &p.partition;
+    r.micro_batches = 3;
+    r.kind = kind;
+    set_flops_costs(p.graph, r);
+    const PipelineSchedule instant = build_schedule(r);
+    r.edge_cost = {0.0, 0.0};
+    const PipelineSchedule zero = build_schedule(r);
+    EXPECT_EQ(zero.makespan, instant.makespan) << pipeline_kind_name(kind);
+    const double delay = 1e7;  // in the FLOPs unit of set_flops_costs
+    r.edge_cost = {delay, delay};
+    const PipelineSchedule slow = build_schedule(r);
+    EXPECT_EQ(slow.busy, instant.busy) << pipeline_kind_name(kind);
+    EXPECT_GT(slow.makespan, instant.makespan) << pipeline_kind_name(kind);
+    if (kind == PipelineKind::kNone) {  // lock-step: every micro-batch crosses both ways in turn
+      EXPECT_NEAR(slow.makespan, instant.makespan + 3 * 2 * delay, 1e-6 * slow.makespan);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace devmap
