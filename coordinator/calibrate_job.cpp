@@ -98,7 +98,7 @@ LinkCost measure_link() {
   LinkCost c;
   const double extra = large.seconds_per_handoff - small.seconds_per_handoff;
   c.bytes_per_s = extra > 0 ? static_cast<double>(large.bytes - small.bytes) / extra : 0;
-  c.latency = std::max(
+  c.latency_s = std::max(
       0.0, small.seconds_per_handoff - (c.bytes_per_s > 0 ? static_cast<double>(small.bytes) / c.bytes_per_s : 0.0));
   return c;
 }
@@ -176,7 +176,7 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
     const LinkCost link = measure_link();
     cache.put_link(machine, "cpu", "cpu", link);
     ++written;
-    log << "calibrate: cpu -> cpu handoffs: " << fixed1(link.latency * 1e6) << " us + bytes at "
+    log << "calibrate: cpu -> cpu handoffs: " << fixed1(link.latency_s * 1e6) << " us + bytes at "
         << fixed1(link.bytes_per_s / 1e9) << " GB/s\n";
   }
   if (written > 0) cache.save(cache_path);

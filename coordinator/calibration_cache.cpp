@@ -128,7 +128,7 @@ void CalibrationCache::save(const std::string& path) const {
     out << "optimizer\t" << key.first << "\t" << key.second << "\t" << format_seconds(s) << "\n";
   for (const auto& [key, r] : rates_) out << "rate\t" << key << "\t" << format_seconds(r) << "\n";
   for (const auto& [key, c] : links_)
-    out << "link\t" << key.first << "\t" << key.second << "\t" << format_seconds(c.latency) << "\t"
+    out << "link\t" << key.first << "\t" << key.second << "\t" << format_seconds(c.latency_s) << "\t"
         << format_seconds(c.bytes_per_s) << "\n";
   write_file_atomically(path, out.str(), "calibration cache");
 }

@@ -26,6 +26,7 @@
 #include <string>
 #include <tuple>
 
+#include "core/cost_model.h"
 #include "core/graph.h"
 #include "core/step_time.h"
 
@@ -41,14 +42,6 @@ std::string key_hash(const std::string& text);
 
 // What an op's time depends on besides the device and the batch.
 std::string op_signature(const Graph& graph, int node);
-
-struct LinkCost {
-  double latency = 0;      // seconds per handoff
-  double bytes_per_s = 0;  // 0: no bandwidth term
-  double seconds(int64_t bytes) const {
-    return latency + (bytes_per_s > 0 ? static_cast<double>(bytes) / bytes_per_s : 0.0);
-  }
-};
 
 class CalibrationCache {
  public:

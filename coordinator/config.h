@@ -15,6 +15,10 @@
 
 namespace devmap {
 
+// The device name that leaves an op's device to the placement planner
+// (device_map.default, a place rule, a group's or an op's `device`).
+inline constexpr const char* kAutoDevice = "auto";
+
 struct DeviceSpec {
   std::string name;  // "cpu:0", "gpu:0"
   DeviceKind kind = DeviceKind::kCpu;

@@ -82,6 +82,7 @@ std::string read_declared_device(const YamlSource& src, const YAML::Node& value,
                                  const DeviceUse& use, const std::vector<DeviceSpec>& devices) {
   auto name = scalar_string(value);
   if (!name) src.fail(anchor, use.what + " must be a device name such as cpu:0, got " + describe_node(value));
+  if (*name == kAutoDevice) return *name;
   if (!parse_device_name(*name)) src.fail(anchor, use.who + ": " + bad_device_name_message(*name));
   for (const DeviceSpec& d : devices)
     if (d.name == *name) return *name;

@@ -35,7 +35,8 @@ struct DeviceUse {
   std::string verb;  // "is placed on", "is"
 };
 
-// Reads the device name at `value` and checks it is declared. Fails at
+// Reads the device name at `value` and checks it is declared, or is
+// kAutoDevice ("auto": the placement planner chooses). Fails at
 // `anchor` with
 //   "<what> must be a device name such as cpu:0, got a list"
 //   "<who>: bad device name 'tpu:0' (expected cpu:N or gpu:N, e.g. cpu:0)"

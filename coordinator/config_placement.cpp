@@ -45,6 +45,7 @@ void check_placed_ops_supported(const Graph& graph, const std::vector<DeviceSpec
                                 const std::vector<std::string>& reasons, const SupportsOp& supports) {
   for (int i = 0; i < graph.size(); ++i) {
     const Node& node = graph.node(i);
+    if (node.device == kAutoDevice) continue;  // the planner's to place (coordinator/auto_placement.h)
     const DeviceSpec* device = nullptr;
     for (const DeviceSpec& d : devices)
       if (d.name == node.device) device = &d;

@@ -2,8 +2,8 @@
 // as an ordinary device map, a file to read, edit and launch as it is: the
 // resolved config (overrides applied) whose device_map is replaced by
 // `default` (the device with the most ops) and `place` naming every other
-// op exactly (device_map.place wins over groups and ops' own devices), and
-// whose train.pipeline.micro_batches is the count the plan runs.
+// op exactly, and no `device` on any op or group (the map alone places), and
+// whose train.pipeline micro_batches and schedule are what the plan runs.
 #pragma once
 
 #include <string>

@@ -1,6 +1,7 @@
 // coordinator: reads a config, launches one worker per device, runs the job.
 #include <iostream>
 
+#include "coordinator/auto_placement.h"
 #include "coordinator/calibrate_job.h"
 #include "coordinator/cli.h"
 #include "coordinator/config.h"
@@ -9,6 +10,7 @@
 #include "coordinator/predict_job.h"
 #include "coordinator/process_limits.h"
 #include "coordinator/signals.h"
+#include "coordinator/step_costs.h"
 #include "coordinator/train_job.h"
 
 #ifndef DEVMAP_VERSION
@@ -33,12 +35,21 @@ int main(int argc, char** argv) {
     if (cl.subcommand == "predict") cl.overrides.insert(cl.overrides.begin(), "job=predict");
     Config config = load_config(cl.config_path, cl.overrides);
     set_grace_period(std::chrono::milliseconds(static_cast<int64_t>(config.faults.grace_period * 1000)));
-    if (cl.subcommand == "plan")
-      return run_plan(config, PlanOptions{cl.json, cl.predict.batch, cl.run, cl.dot_path, cl.emit_map_path});
     if (cl.subcommand == "calibrate") return run_calibrate(config, cl.run, cl.calibrate);
-    resolve_gpu_placement(config, cl.run, std::cerr);
-    check_process_limits(config);
     std::string job = cl.subcommand.empty() ? config.job : cl.subcommand;
+    if (job != "plan") resolve_gpu_placement(config, cl.run, std::cerr);
+    // device_map `auto`: the planner places what the user left to it, from
+    // op times measured first (train) or as the cache has them.
+    std::optional<PlacementPlan> auto_plan;
+    if (has_auto_placement(config)) {
+      if (job == "train") calibrate(config, cl.run, {}, calibration_path(cl.run), std::cerr);
+      auto_plan = place_automatically(config, cl.run, job == "train" ? 0 : cl.predict.batch);
+      if (job != "plan") print_auto_placement(*auto_plan, config, std::cerr);
+    }
+    if (job == "plan")
+      return run_plan(config, PlanOptions{cl.json, cl.predict.batch, cl.run, cl.dot_path, cl.emit_map_path,
+                                          auto_plan ? &*auto_plan : nullptr});
+    check_process_limits(config);
     if (job == "predict") return run_predict(config, cl.run, cl.predict);
     return run_train(config, cl.run);
   } catch (const Error& e) {

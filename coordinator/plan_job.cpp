@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "coordinator/atomic_file.h"
+#include "coordinator/auto_placement.h"
 #include "coordinator/device_map_writer.h"
 #include "coordinator/job_memory.h"
 #include "coordinator/placement_dot.h"
@@ -28,10 +29,15 @@ int run_plan(const Config& config, const PlanOptions& options) {
   const int64_t eval_batch = training ? config.train.eval_batch_size : 0;
   JobMemory memory = plan_run_memory_with_costs(config, options.run, inputs, batch, eval_batch, outputs);
   PlanReportInfo info{config.path, training ? "train" : "predict", &partition};
-  if (options.json)
-    std::cout << memory_plan_json(info, memory, graph) << "\n";
-  else
+  if (options.json) {
+    std::string json = memory_plan_json(info, memory, graph);
+    if (options.auto_plan)  // the planner's account joins the plan's object
+      json = json.substr(0, json.size() - 1) + ",\"auto_placement\":" + auto_placement_json(*options.auto_plan) + "}";
+    std::cout << json << "\n";
+  } else {
+    if (options.auto_plan) print_auto_placement(*options.auto_plan, config, std::cout);
     print_memory_plan(info, memory, graph, std::cout);
+  }
   if (!options.dot_path.empty()) {
     write_placement_picture(options.dot_path, placement_dot({&config, &graph, &partition, &memory, batch}));
     std::cerr << "devmap: placement picture: " << options.dot_path << "\n";

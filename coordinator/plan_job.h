@@ -6,6 +6,7 @@
 
 #include "coordinator/config.h"
 #include "coordinator/run_options.h"
+#include "core/placement_planner.h"
 
 namespace devmap {
 
@@ -15,6 +16,7 @@ struct PlanOptions {
   RunOptions run;             // where the workers and the calibration cache are (micro_batches auto)
   std::string dot_path;       // --dot FILE: the placement as a Graphviz picture (placement_dot.h)
   std::string emit_map_path;  // --emit-map FILE: the config with the placement as a device map
+  const PlacementPlan* auto_plan = nullptr;  // device_map `auto`: what the planner chose (auto_placement.h)
 };
 
 int run_plan(const Config& config, const PlanOptions& options);

@@ -56,6 +56,11 @@ std::optional<OpSeconds> interpolate(const std::map<int64_t, OpSeconds>& sizes, 
 
 }  // namespace
 
+std::optional<OpSeconds> calibrated_op_seconds(const CalibrationCache& cache, const std::string& device_key,
+                                               const std::string& signature, int64_t batch) {
+  return interpolate(cache.op_sizes(device_key, signature), batch);
+}
+
 std::string machine_key_text() {
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   return "cpu=" + cpu_model() + ";cores=" + std::to_string(std::thread::hardware_concurrency()) +
@@ -125,7 +130,7 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
   pc.costs.op = [=](int node, const std::string& device, int64_t batch) {
     const Node& n = g->node(node);
     if (auto k = keys->find(device); k != keys->end())
-      if (auto s = interpolate(cache->op_sizes(k->second, op_signature(*g, node)), batch)) return *s;
+      if (auto s = calibrated_op_seconds(*cache, k->second, op_signature(*g, node), batch)) return *s;
     estimated->insert(n.name + " on " + device);
     const DeviceSpec* d = cfg->find_device(device);
     double rate = d && d->kind == DeviceKind::kGpu ? kGpuFlops : kCpuFlopsPerThread * (d ? d->threads : 1);
@@ -138,7 +143,8 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
     const DeviceSpec* a = cfg->find_device(from);
     const DeviceSpec* b = cfg->find_device(to);
     if (a && b)
-      if (auto link = cache->link(machine, kind_name(a->kind), kind_name(b->kind))) return link->seconds(bytes);
+      if (auto link = cache->link(machine, kind_name(a->kind), kind_name(b->kind)))
+        return link->seconds(static_cast<uint64_t>(bytes));
     estimated->insert("handoffs " + from + " -> " + to);
     return kHandoffLatency + static_cast<double>(bytes) / kHandoffBytesPerSecond;
   };

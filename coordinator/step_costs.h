@@ -38,6 +38,13 @@ struct PlanCosts {
   std::shared_ptr<std::set<std::string>> estimated = std::make_shared<std::set<std::string>>();
 };
 
+// The calibrated forward and backward seconds of an op signature on a
+// device key at `batch`: measured, interpolated linearly between two
+// measured batches, scaled with the batch beyond them; nullopt when the
+// cache has no batch of it.
+std::optional<OpSeconds> calibrated_op_seconds(const CalibrationCache& cache, const std::string& device_key,
+                                               const std::string& signature, int64_t batch);
+
 // options.calibration_path, else default_calibration_path().
 std::string calibration_path(const RunOptions& options);
 

@@ -1,0 +1,202 @@
+#include "coordinator/auto_placement.h"
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "coordinator/calibration_cache.h"
+#include "coordinator/config_placement.h"
+#include "coordinator/json_writer.h"
+#include "coordinator/predict_job.h"
+#include "coordinator/step_costs.h"
+#include "core/error.h"
+#include "core/format_bytes.h"
+#include "core/kernel.h"
+#include "transport/edge_plan.h"
+
+namespace devmap {
+namespace {
+
+constexpr double kCpuFlopsPerThread = 10e9;  // the planner's guesses where nothing was measured
+constexpr double kCpuBytesPerSecond = 10e9;
+constexpr double kGpuFlops = 10e12;
+constexpr double kGpuBytesPerSecond = 1e12;
+constexpr LinkCost kAssumedPcie{10e-6, 12e9};    // pinned host <-> GPU copies: not calibrated yet
+constexpr LinkCost kAssumedHandoff{30e-6, 5e9};  // a CPU handoff before `coordinator calibrate`
+
+bool is_data(const Node& n) {
+  return n.schema->role == OpRole::kImageInput || n.schema->role == OpRole::kLabelInput;
+}
+
+// Op times from the calibration cache, by each device's cache key.
+class CalibratedOpTimes : public OpTimes {
+ public:
+  CalibratedOpTimes(const Graph& graph, CalibrationCache cache, std::map<std::string, std::string> keys)
+      : graph_(graph), cache_(std::move(cache)), keys_(std::move(keys)) {}
+  std::optional<double> seconds(const Node& node, const std::string& device, int64_t batch,
+                                bool backward) const override {
+    auto key = keys_.find(device);
+    const int index = graph_.find(node.name);
+    if (key == keys_.end() || index < 0) return std::nullopt;
+    const std::optional<OpSeconds> s = calibrated_op_seconds(cache_, key->second, op_signature(graph_, index), batch);
+    if (!s) return std::nullopt;
+    return backward ? s->backward : s->forward;
+  }
+
+ private:
+  const Graph& graph_;
+  CalibrationCache cache_;
+  std::map<std::string, std::string> keys_;
+};
+
+std::string ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", seconds * 1e3);
+  return buf;
+}
+
+std::string choice_text(const ScheduleChoice& c) {
+  return std::to_string(c.micro_batches) + (c.micro_batches == 1 ? " micro-batch" : " micro-batches") + " of " +
+         std::to_string(c.micro_batch) + ", " + pipeline_kind_name(c.kind);
+}
+
+}  // namespace
+
+bool has_auto_placement(const Config& config) {
+  for (const Node& n : config.graph.nodes())
+    if (n.device == kAutoDevice) return true;
+  return false;
+}
+
+std::optional<PlacementPlan> place_automatically(Config& config, const RunOptions& options, int64_t batch) {
+  if (!has_auto_placement(config)) return std::nullopt;
+  Graph& graph = config.graph;
+  const bool training = config.job != "predict";
+  PlacementRequest r;
+  r.graph = &graph;
+  r.training = training;
+  if (!training) r.outputs.push_back(prediction_node(graph, config.path));
+  for (const Node& n : graph.nodes()) r.pins.push_back(is_data(n) || n.device == kAutoDevice ? "" : n.device);
+  // Devices, their rates and the links between them: measured where the
+  // calibration cache has them.
+  const CalibrationCache cache = CalibrationCache::load(calibration_path(options));
+  std::map<std::string, std::string> keys;
+  for (const DeviceSpec& d : config.devices) {
+    PlannerDevice p;
+    p.name = d.name;
+    p.host_memory = d.kind != DeviceKind::kGpu;
+    p.memory_limit = static_cast<uint64_t>(d.memory_limit);
+    p.threads = d.threads;
+    const bool gpu = d.kind == DeviceKind::kGpu;
+    p.rates.flops_per_s = gpu ? kGpuFlops : kCpuFlopsPerThread * d.threads;
+    p.rates.bytes_per_s = gpu ? kGpuBytesPerSecond : kCpuBytesPerSecond;
+    try {
+      keys[d.name] = device_key(config, options, d.name);
+      if (auto rate = cache.rate(keys[d.name])) p.rates.flops_per_s = *rate;
+    } catch (const Error&) {
+      // No worker for this device here: the estimate stands.
+    }
+    r.devices.push_back(p);
+  }
+  const std::string machine = key_hash(machine_key_text());
+  r.links.assign(config.devices.size(), std::vector<LinkCost>(config.devices.size()));
+  for (size_t a = 0; a < config.devices.size(); ++a)
+    for (size_t b = 0; b < config.devices.size(); ++b) {
+      if (a == b) continue;
+      const bool gpu = config.devices[a].kind == DeviceKind::kGpu || config.devices[b].kind == DeviceKind::kGpu;
+      r.links[a][b] = gpu ? kAssumedPcie : cache.link(machine, "cpu", "cpu").value_or(kAssumedHandoff);
+    }
+  CalibratedOpTimes measured(graph, cache, keys);
+  r.measured = &measured;
+  r.batch = batch > 0  ? batch
+            : training ? config.train.batch_size
+                       : (config.predict.batch > 0 ? config.predict.batch : config.train.eval_batch_size);
+  if (config.train.micro_batches > 1) r.micro_batch_counts = {static_cast<int>(config.train.micro_batches)};
+  r.optimizer_states = training ? optimizer_state_count(config.train.optimizer.kind) : 0;
+  r.min_ring_slots = static_cast<int>(kEdgeSlots);
+  PlacementResult result = plan_placement(r);
+  if (!result.fits) throw_invalid(config.path + ": " + format_no_fit(result.no_fit));
+  // The plan, written into the config as if the user had placed it.
+  const PlacementPlan& plan = result.plan;
+  for (int i = 0; i < graph.size(); ++i) {
+    Node& n = graph.node(i);
+    const std::string& chosen = plan.placement[static_cast<size_t>(i)];
+    if (n.device != kAutoDevice) continue;
+    // Fed ops (inputs, labels) run on no device: the first declared stands in.
+    n.device = chosen.empty() ? config.devices.front().name : chosen;
+    if (static_cast<size_t>(i) < config.placement_reason.size())
+      config.placement_reason[static_cast<size_t>(i)] = "auto (the placement planner)";
+  }
+  check_placed_ops_supported(graph, config.devices, config.placement_reason);
+  config.train.micro_batches = plan.choice.micro_batches;
+  config.train.pipeline = plan.choice.kind;
+  return result.plan;
+}
+
+void print_auto_placement(const PlacementPlan& plan, const Config& config, std::ostream& os) {
+  os << "auto placement (" << (plan.exact ? "the optimum over contiguous placements" : "heuristic") << ", "
+     << plan.evaluations << " placements scored): " << describe_placement(config.graph, plan.placement) << "\n";
+  os << "  predicted step " << ms(plan.choice.step_seconds) << ": " << choice_text(plan.choice) << "\n";
+  for (const DeviceForecast& d : plan.devices)
+    os << "  " << d.device << ": busy " << ms(d.busy_seconds) << ", idle " << ms(d.idle_seconds) << "; memory "
+       << format_bytes(d.memory_bytes) << " of " << (d.memory_limit ? format_bytes(d.memory_limit) : "no limit")
+       << "\n";
+  os << "  crossing devices per step: " << format_bytes(plan.bytes_per_step);
+  for (size_t i = 0; i < plan.crossings.size(); ++i) {
+    const CrossingTensor& c = plan.crossings[i];
+    os << (i ? ", " : " (") << c.tensor << " " << c.producer << " -> ";
+    for (size_t k = 0; k < c.consumers.size(); ++k) os << (k ? "+" : "") << c.consumers[k];
+    os << " " << format_bytes(c.bytes_per_step) << (i + 1 == plan.crossings.size() ? ")" : "");
+  }
+  os << "\n";
+  if (!plan.estimated.empty()) {
+    os << "  estimated from FLOPs, not measured:";
+    for (size_t i = 0; i < plan.estimated.size() && i < 4; ++i) os << (i ? ", " : " ") << plan.estimated[i];
+    if (plan.estimated.size() > 4) os << " and " << plan.estimated.size() - 4 << " more";
+    os << " (run `coordinator calibrate " << config.path << "`)\n";
+  }
+  if (!plan.runners_up.empty()) os << "  runners-up:\n";
+  for (const RejectedPlan& r : plan.runners_up)
+    os << "    " << describe_placement(config.graph, r.placement) << " (" << choice_text(r.choice)
+       << "): " << r.reason() << "\n";
+}
+
+std::string auto_placement_json(const PlacementPlan& plan) {
+  JsonObject j;
+  std::string placement = "[";
+  for (const std::string& d : plan.placement) placement += (placement.size() > 1 ? "," : "") + JsonObject::quote(d);
+  j.add_raw("placement", placement + "]");  // per op, in the config's order ("" for inputs)
+  j.add("micro_batches", static_cast<int64_t>(plan.choice.micro_batches));
+  j.add("micro_batch", plan.choice.micro_batch).add("schedule", pipeline_kind_name(plan.choice.kind));
+  j.add("predicted_step_ms", plan.choice.step_seconds * 1e3).add("exact", plan.exact);
+  j.add("method", plan.method).add("evaluations", static_cast<int64_t>(plan.evaluations));
+  j.add("bytes_per_step", static_cast<int64_t>(plan.bytes_per_step));
+  std::string devices = "[";
+  for (const DeviceForecast& d : plan.devices) {
+    JsonObject dj;
+    dj.add("device", d.device).add("busy_ms", d.busy_seconds * 1e3).add("idle_ms", d.idle_seconds * 1e3);
+    dj.add("memory_bytes", static_cast<int64_t>(d.memory_bytes))
+        .add("limit_bytes", static_cast<int64_t>(d.memory_limit));
+    std::string ops = "[";
+    for (const std::string& op : d.ops) ops += (ops.size() > 1 ? "," : "") + JsonObject::quote(op);
+    dj.add_raw("ops", ops + "]");
+    devices += (devices.size() > 1 ? "," : "") + dj.str();
+  }
+  j.add_raw("devices", devices + "]");
+  std::string runners = "[";
+  for (const RejectedPlan& r : plan.runners_up) {
+    JsonObject rj;
+    std::string p = "[";
+    for (const std::string& d : r.placement) p += (p.size() > 1 ? "," : "") + JsonObject::quote(d);
+    rj.add_raw("placement", p + "]").add("micro_batches", static_cast<int64_t>(r.choice.micro_batches));
+    rj.add("schedule", pipeline_kind_name(r.choice.kind)).add("reason", r.reason());
+    runners += (runners.size() > 1 ? "," : "") + rj.str();
+  }
+  j.add_raw("runners_up", runners + "]");
+  std::string estimated = "[";
+  for (const std::string& e : plan.estimated) estimated += (estimated.size() > 1 ? "," : "") + JsonObject::quote(e);
+  j.add_raw("estimated", estimated + "]");
+  return j.str();
+}
+
+}  // namespace devmap

@@ -1,0 +1,111 @@
+// device_map `auto`: the planner places the ops the user left to it from
+// times measured on this machine (train calibrates what the cache lacks),
+// pins stay where the user put them, --emit-map writes a map that trains
+// with the auto run's bits, and budgets no placement meets exit 2 with what
+// would make one fit.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/support/metrics.h"
+#include "tests/support/run_process.h"
+
+namespace devmap::testing {
+namespace {
+
+const std::string kSplit = std::string(DEVMAP_SOURCE_DIR) + "/configs/fashion_mnist_cnn_split.yaml";
+
+// Every op of the split config left to the planner.
+const std::vector<std::string> kAllAuto = {
+    "--set", "device_map.default=auto",    "--set", "device_map.place.fc*=auto",
+    "--set", "device_map.place.flat=auto", "--set", "model.ops.features.device=auto"};
+const std::vector<std::string> kSmall = {"--set", "data.train_limit=640", "--set", "data.test_limit=64",
+                                         "--set", "train.batch_size=32",  "--set", "train.max_steps=8"};
+
+class AutoPlacement : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+      GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
+  }
+  ProcessResult coordinator(std::vector<std::string> args, std::vector<std::string> more = {}) {
+    args.insert(args.begin(), DEVMAP_COORDINATOR_BIN);
+    args.insert(args.end(), {"--calibration", dir_.path() + "/calibration.tsv"});
+    args.insert(args.end(), more.begin(), more.end());
+    return run_process(args, dir_.path(), {"TMPDIR=" + dir_.path()});
+  }
+  std::vector<std::string> losses(const std::string& metrics) const {
+    std::vector<std::string> out;
+    std::istringstream in(read_file(metrics));
+    for (std::string line; std::getline(in, line);)
+      if (json_field(line, "event") == "step") out.push_back(json_field(line, "loss"));
+    return out;
+  }
+  static std::vector<std::string> join(std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+  TempDir dir_;
+};
+
+TEST_F(AutoPlacement, TrainsWithTheBitsOfTheMapItEmits) {
+  const std::string run = dir_.path() + "/auto.jsonl";
+  const ProcessResult t = coordinator(join(
+      join({"train", kSplit, "--metrics", run, "--log-every", "1", "--checkpoint", dir_.path() + "/auto.safetensors"},
+           kAllAuto),
+      kSmall));
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.err.find("calibrate: cpu:0 (1 thread), batch 32"), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("auto placement (the optimum over contiguous placements"), std::string::npos) << t.err;
+  std::string done;
+  for (const std::string& l : lines_with(read_file(run), "done")) done = l;
+  EXPECT_EQ(json_field(done, "predicted_from"), "calibration") << done;
+
+  const std::string map = dir_.path() + "/map.yaml";
+  const ProcessResult p = coordinator(join(join({"plan", kSplit, "--emit-map", map}, kAllAuto), kSmall));
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const std::string text = read_file(map);
+  EXPECT_EQ(text.find("auto"), std::string::npos) << "the emitted map still leaves ops to the planner:\n" << text;
+
+  const std::string again = dir_.path() + "/map.jsonl";
+  const ProcessResult m = coordinator(
+      {"train", map, "--metrics", again, "--log-every", "1", "--checkpoint", dir_.path() + "/map.safetensors"});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  const std::vector<std::string> a = losses(run), b = losses(again);
+  ASSERT_EQ(a.size(), 8u);
+  EXPECT_EQ(a, b);
+}
+
+TEST_F(AutoPlacement, PinnedOpsStayWhereTheUserPutThem) {
+  // The conv layers pinned to cpu:1 (their group); the rest is the planner's.
+  const ProcessResult p =
+      coordinator({"plan", kSplit, "--json", "--set", "device_map.default=auto", "--set", "device_map.place.fc*=auto",
+                   "--set", "device_map.place.flat=auto", "--set", "model.ops.features.device=cpu:1"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const size_t at = p.out.find("\"auto_placement\":{\"placement\":[");
+  ASSERT_NE(at, std::string::npos) << p.out;
+  // image, label, then conv1 relu1 pool1 conv2 relu2 pool2: all on cpu:1.
+  const std::string pinned = "\"\",\"\",\"cpu:1\",\"cpu:1\",\"cpu:1\",\"cpu:1\",\"cpu:1\",\"cpu:1\",";
+  EXPECT_EQ(p.out.substr(at + 31, pinned.size()), pinned) << p.out.substr(at, 200);
+}
+
+TEST_F(AutoPlacement, BudgetsNoPlacementMeetsExitTwoWithWhatWouldFit) {
+  const ProcessResult p = coordinator(
+      join({"plan", kSplit, "--set", "devices.cpu:0.memory_limit=16MiB", "--set", "devices.cpu:1.memory_limit=16MiB"},
+           kAllAuto));
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_NE(p.err.find("no placement fits the devices' memory_limit"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("fc1 alone needs"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("to fit: raise cpu:0's memory_limit to"), std::string::npos) << p.err;
+  // 32 MiB and 48 MiB: fc1 (37 MiB with its gradient and momentum) fits
+  // only cpu:1, and the plan keeps to both limits.
+  const ProcessResult q = coordinator(
+      join({"plan", kSplit, "--set", "devices.cpu:0.memory_limit=32MiB", "--set", "devices.cpu:1.memory_limit=48MiB"},
+           kAllAuto));
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_NE(q.out.find("of 32.00 MiB\n"), std::string::npos) << q.out;
+  EXPECT_NE(q.out.find("of 48.00 MiB\n"), std::string::npos) << q.out;
+}
+
+}  // namespace
+}  // namespace devmap::testing
