@@ -34,7 +34,13 @@ std::string placement_dot(const PlacementPicture& p) {
       "digraph devmap {\n  rankdir=TB;\n  fontname=\"Helvetica\";\n  node [shape=box, style=rounded, "
       "fontname=\"Helvetica\"];\n"
       "  edge [fontname=\"Helvetica\", fontsize=10];\n  label=" +
-      dot_string(p.config->path + ": batch " + std::to_string(p.batch)) + ";\n";
+      dot_string(p.config->path + ": batch " + std::to_string(p.batch) +
+                 (p.memory->split.count > 1
+                      ? " as " + split_phrase(p.batch, p.memory->split.micro) +
+                            (p.memory->rounds ? std::string(", ") + pipeline_kind_name(p.memory->pipeline.kind)
+                                              : std::string())
+                      : std::string())) +
+      ";\n";
   for (size_t d = 0; d < p.partition->devices.size(); ++d) {
     const std::string& name = p.partition->devices[d];
     const DeviceSpec* spec = p.config->find_device(name);
