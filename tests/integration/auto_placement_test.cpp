@@ -34,13 +34,7 @@ class AutoPlacement : public ::testing::Test {
     args.insert(args.end(), more.begin(), more.end());
     return run_process(args, dir_.path(), {"TMPDIR=" + dir_.path()});
   }
-  std::vector<std::string> losses(const std::string& metrics) const {
-    std::vector<std::string> out;
-    std::istringstream in(read_file(metrics));
-    for (std::string line; std::getline(in, line);)
-      if (json_field(line, "event") == "step") out.push_back(json_field(line, "loss"));
-    return out;
-  }
+  std::vector<std::string> losses(const std::string& metrics) const { return step_losses_in(read_file(metrics)); }
   static std::vector<std::string> join(std::vector<std::string> a, const std::vector<std::string>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;

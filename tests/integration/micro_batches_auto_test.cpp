@@ -54,11 +54,7 @@ class AutoMicroBatches : public ::testing::Test {
     return "";
   }
   std::vector<std::string> losses(const std::string& name) const {
-    std::vector<std::string> out;
-    std::istringstream in(read_file(dir_.path() + "/" + name + ".jsonl"));
-    for (std::string line; std::getline(in, line);)
-      if (json_field(line, "event") == "step") out.push_back(json_field(line, "loss"));
-    return out;
+    return step_losses_in(read_file(dir_.path() + "/" + name + ".jsonl"));
   }
   TempDir dir_;
 };

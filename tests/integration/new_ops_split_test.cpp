@@ -33,11 +33,7 @@ std::vector<std::string> losses(const std::string& dir, const std::string& tag, 
   ProcessResult p = run_process(args, sub, {"TMPDIR=" + sub});
   err = p.err;
   EXPECT_EQ(p.exit_code, 0) << p.err;
-  std::vector<std::string> out;
-  std::istringstream in(read_file(metrics));
-  for (std::string line; std::getline(in, line);)
-    if (json_field(line, "event") == "step") out.push_back(json_field(line, "loss"));
-  return out;
+  return step_losses_in(read_file(metrics));
 }
 
 TEST(NewOpsSplit, TwoWorkersGiveTheSameLossesAsOneToTheBit) {

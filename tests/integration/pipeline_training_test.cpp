@@ -18,14 +18,6 @@ namespace {
 const std::string kConfigs = std::string(DEVMAP_SOURCE_DIR) + "/configs/";
 constexpr int kSteps = 100;
 
-std::vector<std::string> step_losses(const std::string& metrics) {
-  std::vector<std::string> out;
-  std::istringstream in(read_file(metrics));
-  for (std::string line; std::getline(in, line);)
-    if (json_field(line, "event") == "step") out.push_back(json_field(line, "loss"));
-  return out;
-}
-
 struct Case {
   std::string config;
   int devices;
@@ -68,7 +60,7 @@ class PipelineTraining : public ::testing::TestWithParam<Case> {
       args.insert(args.end(), {"--set", "devices.cpu:" + std::to_string(d) + ".threads=" + std::to_string(c.threads)});
     ProcessResult r = run_process(args, sub, {"TMPDIR=" + sub});
     EXPECT_EQ(r.exit_code, 0) << schedule << ": " << r.err;
-    return step_losses(sub + "/m.jsonl");
+    return step_losses_in(read_file(sub + "/m.jsonl"));
   }
   TempDir dir_;
 };

@@ -13,14 +13,6 @@ namespace {
 
 const std::string kConfigs = std::string(DEVMAP_SOURCE_DIR) + "/configs/";
 
-std::vector<std::string> step_losses(const std::string& metrics) {
-  std::vector<std::string> out;
-  std::istringstream in(read_file(metrics));
-  for (std::string line; std::getline(in, line);)
-    if (json_field(line, "event") == "step") out.push_back(json_field(line, "loss"));
-  return out;
-}
-
 TEST(PlanOutputs, AnEmittedMapTrainsWithTheBitsOfItsConfig) {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
     GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
@@ -52,7 +44,7 @@ TEST(PlanOutputs, AnEmittedMapTrainsWithTheBitsOfItsConfig) {
     }
     const ProcessResult r = run_process(args, dir.path(), {"TMPDIR=" + dir.path()});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    return step_losses(dir.path() + "/" + name);
+    return step_losses_in(read_file(dir.path() + "/" + name));
   };
   const std::vector<std::string> original = train(config, "original.jsonl", true);
   ASSERT_EQ(original.size(), 8u);

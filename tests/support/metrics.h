@@ -30,6 +30,13 @@ inline std::vector<std::string> lines_with(const std::string& text, const std::s
   return out;
 }
 
+// The "loss" of every "step" line of the metrics `text`, as written.
+inline std::vector<std::string> step_losses_in(const std::string& text) {
+  std::vector<std::string> out;
+  for (const std::string& line : lines_with(text, "step")) out.push_back(json_field(line, "loss"));
+  return out;
+}
+
 // device -> pid of the workers of the newest attempt (its "start" line) in
 // the metrics `text`.
 inline std::map<std::string, pid_t> worker_pids_in(const std::string& text) {
