@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# devmap against PyTorch on this machine, side by side: training the reference
+# devmap against its peers on this machine, side by side: training the reference
 # CNN and the MLP for a fixed number of steps (median step images/s after 5
 # warm-up steps), and predicting the 10000 test images at batch 1000 with the
-# weights devmap just trained. Runs alternate devmap / PyTorch run by run,
+# weights devmap just trained. Runs alternate devmap / each peer run by run,
 # --runs of each at every thread count; prints the median and the spread
 # (min-max) of each, the ratios of the medians, the MLP's time per step and
 # how much of it is spent outside the kernels, and the fraction of the
@@ -12,11 +12,20 @@
 #
 #   bench/compare_pytorch.sh [--threads "1 2"] [--runs 3] [--steps 150] [--mlp-steps 400] [--newest auto|no]
 #
-# PyTorch is Debian's python3-torch (/usr/bin/python3). With --newest auto
-# (the default) the newest PyTorch and ONNX Runtime from PyPI are installed
-# into bench/.venv (git-ignored) when missing and compared too (ONNX Runtime
-# for prediction, through an ONNX export of the same weights); whichever
-# cannot be installed or imported is skipped with a note.
+# The peers: Debian's PyTorch (python3-torch, /usr/bin/python3); with
+# --newest auto (the default) also the newest PyTorch (PyPI's own wheel, with
+# its CUDA libraries, about 5 GiB, run on the CPU), the newest tensorflow-cpu
+# (bench/tensorflow_bench.py: Keras layers in a tf.function step) and ONNX
+# Runtime (prediction, through an ONNX export of the same weights), installed
+# into bench/.venv (git-ignored) when missing; whichever cannot be installed
+# or imported is skipped with a note. Timed scopes, the same for all:
+# training, a step from a batch gathered out of the training set in memory to
+# the updated weights (median over the steps after 5 warm-up steps);
+# prediction, the 10000 test images in memory to labels at batch 1000
+# (devmap: `coordinator predict`'s own images/s, which starts when the images
+# are loaded). The output starts with the machine: CPU model, vector units,
+# OPENBLAS_CORETYPE as found and the OpenBLAS core it picks, devmap's CPU
+# path, and every peer's version.
 # DEVMAP_BUILD_DIR=build/perf uses an existing build (with gemm_probe) as is.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -25,7 +34,7 @@ runs=3
 steps=150
 mlp_steps=400
 newest=auto
-bench_options 20 --threads=threads --runs=runs --steps=steps --mlp-steps=mlp_steps --newest=newest -- "$@"
+bench_options 27 --threads=threads --runs=runs --steps=steps --mlp-steps=mlp_steps --newest=newest -- "$@"
 bench_build gemm_probe
 
 sys_py=/usr/bin/python3
@@ -36,35 +45,39 @@ results="$out/results.tsv"
 note() { echo "compare_pytorch: $*" >&2; }
 record() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$results"; }  # threads what runtime value
 
-# The newest PyTorch / ONNX Runtime, where they install.
-new_torch="" new_ort=""
+# The newest PyTorch, TensorFlow and ONNX Runtime, where they install.
+new_torch="" new_ort="" new_tf=""
 if [[ $newest != no ]]; then
   if [[ ! -x $venv/bin/python ]]; then
-    note "installing the newest PyTorch and ONNX Runtime into bench/.venv"
+    note "installing the newest PyTorch, tensorflow-cpu and ONNX Runtime into bench/.venv"
     python3 -m venv "$venv" >&2 || true
   fi
   if [[ -x $venv/bin/python ]]; then
-    "$venv/bin/python" -c "import onnxruntime" 2>/dev/null ||
-      timeout 600 "$venv/bin/pip" install -q numpy onnxruntime >&2 || true
-    # PyPI's own torch wheel needs the CUDA libraries (gigabytes of nvidia-*
-    # wheels) even to import; only the CPU wheel index is worth trying.
-    "$venv/bin/python" -c "import torch" 2>/dev/null ||
-      timeout 900 "$venv/bin/pip" install -q --retries 0 --timeout 20 torch --index-url https://download.pytorch.org/whl/cpu >&2 || true
-    if v=$("$venv/bin/python" -c "import torch; print(torch.__version__)" 2>/dev/null); then
-      new_torch=$v
-    else
-      note "the newest PyTorch does not import from bench/.venv; skipped"
-    fi
-    if v=$("$venv/bin/python" -c "import onnxruntime; print(onnxruntime.__version__)" 2>/dev/null); then
-      new_ort=$v
-    else
-      note "ONNX Runtime does not import from bench/.venv; skipped"
-    fi
+    for pkg in onnxruntime:onnxruntime tensorflow:tensorflow-cpu torch:torch; do
+      "$venv/bin/python" -c "import ${pkg%%:*}" 2>/dev/null ||
+        timeout 1800 "$venv/bin/pip" install -q numpy "${pkg#*:}" >&2 || true
+    done
+    v() { "$venv/bin/python" -c "import $1; print($1.__version__)" 2>/dev/null; }
+    new_torch=$(v torch) || note "the newest PyTorch does not import from bench/.venv; skipped"
+    new_tf=$(v tensorflow) || note "tensorflow-cpu does not import from bench/.venv; skipped"
+    new_ort=$(v onnxruntime) || note "ONNX Runtime does not import from bench/.venv; skipped"
   else
-    note "no venv (python3 -m venv failed); the newest PyTorch and ONNX Runtime are skipped"
+    note "no venv (python3 -m venv failed); the newest PyTorch, TensorFlow and ONNX Runtime are skipped"
   fi
 fi
 
+# The machine and the BLAS settings, as found (never changed here).
+sys_torch=$($sys_py -c 'import torch; print(torch.__version__)')
+{
+  field() { sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo | head -1; }
+  echo "cpu: $(field 'model name') (family $(field 'cpu family') model $(field model)), $(nproc) cores"
+  echo "vector units: $(grep -m1 -o -w -E 'avx2|fma|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE-(unset)}; OpenBLAS: $("$dir/bin/gemm_probe" --blas-info)"
+  echo "devmap CPU path: $("$dir/bin/gemm_probe" --cpu-path 2>/dev/null || echo "(not reported by this build)")"
+  echo "peers: PyTorch $sys_torch (Debian)${new_torch:+, PyTorch $new_torch (PyPI)}${new_tf:+, TensorFlow $new_tf (tensorflow-cpu, PyPI)}${new_ort:+, ONNX Runtime $new_ort (PyPI)}"
+  echo "timed: training, a batch in memory to the updated weights (median step, after 5 warm-up steps);"
+  echo "       prediction, the 10000 test images in memory to labels at batch 1000"
+}
 devmap_train() {  # config threads tag extra-args... -> metrics file $out/$tag.jsonl
   local config=$1 t=$2 tag=$3
   shift 3
@@ -74,6 +87,10 @@ devmap_train() {  # config threads tag extra-args... -> metrics file $out/$tag.j
 }
 torch_train() {  # python model threads steps -> images/s
   "$1" "$root/bench/pytorch_train.py" --model "$2" --threads "$3" --steps "$4" |
+    sed -n 's/.*median_images\/s=\([0-9.]*\).*/\1/p'
+}
+tf_train() {  # model threads steps -> images/s
+  "$venv/bin/python" "$root/bench/tensorflow_bench.py" train --model "$1" --threads "$2" --steps "$3" |
     sed -n 's/.*median_images\/s=\([0-9.]*\).*/\1/p'
 }
 predict_rate() {  # python mode model threads -> images/s
@@ -87,8 +104,9 @@ for t in $threads; do
     # CNN training.
     devmap_train fashion_mnist_cnn.yaml "$t" "cnn-$t-$i" --set train.max_steps="$steps" --log-every 1000000
     record "$t" cnn devmap "$(metric "$out/cnn-$t-$i.jsonl" epoch median_images_per_s)"
-    record "$t" cnn "torch $($sys_py -c 'import torch; print(torch.__version__)')" "$(torch_train $sys_py cnn "$t" "$steps")"
+    record "$t" cnn "torch $sys_torch" "$(torch_train $sys_py cnn "$t" "$steps")"
     [[ -n $new_torch ]] && record "$t" cnn "torch $new_torch" "$(torch_train "$venv/bin/python" cnn "$t" "$steps")"
+    [[ -n $new_tf ]] && record "$t" cnn "tensorflow $new_tf" "$(tf_train cnn "$t" "$steps")"
     # MLP training: every step logged, for step_ms and compute_ms.
     devmap_train fashion_mnist_mlp.yaml "$t" "mlp-$t-$i" --set train.max_steps="$mlp_steps" --log-every 1
     m="$out/mlp-$t-$i.jsonl"
@@ -101,8 +119,9 @@ step = statistics.median(d["step_ms"] for d in steps)
 comp = statistics.median(d["compute_ms"] for d in steps)
 print(f"{sys.argv[2]}\tmlp_step_ms\tdevmap\t{step}\n{sys.argv[2]}\tmlp_compute_ms\tdevmap\t{comp}")
 PY
-    record "$t" mlp "torch $($sys_py -c 'import torch; print(torch.__version__)')" "$(torch_train $sys_py mlp "$t" "$mlp_steps")"
+    record "$t" mlp "torch $sys_torch" "$(torch_train $sys_py mlp "$t" "$mlp_steps")"
     [[ -n $new_torch ]] && record "$t" mlp "torch $new_torch" "$(torch_train "$venv/bin/python" mlp "$t" "$mlp_steps")"
+    [[ -n $new_tf ]] && record "$t" mlp "tensorflow $new_tf" "$(tf_train mlp "$t" "$mlp_steps")"
     # Prediction of the test set with the weights of this run's CNN.
     w="$out/cnn-$t-$i.safetensors"
     "$dir/bin/coordinator" predict "$root/configs/fashion_mnist_cnn.yaml" --weights "$w" \
@@ -110,8 +129,9 @@ PY
       --metrics "$out/predict-$t-$i.jsonl" --set "devices.cpu:0.threads=$t" 2>"$out/predict.log" ||
       { cat "$out/predict.log" >&2; exit 1; }
     record "$t" predict devmap "$(metric "$out/predict-$t-$i.jsonl" done images_per_s)"
-    record "$t" predict "torch $($sys_py -c 'import torch; print(torch.__version__)')" "$(predict_rate $sys_py torch "$w" "$t")"
+    record "$t" predict "torch $sys_torch" "$(predict_rate $sys_py torch "$w" "$t")"
     [[ -n $new_torch ]] && record "$t" predict "torch $new_torch" "$(predict_rate "$venv/bin/python" torch "$w" "$t")"
+    [[ -n $new_tf ]] && record "$t" predict "tensorflow $new_tf" "$("$venv/bin/python" "$root/bench/tensorflow_bench.py" predict "$w" --threads "$t" | sed -n 's/.*images\/s=\([0-9.]*\).*/\1/p')"
     if [[ -n $new_ort ]]; then
       $sys_py "$root/bench/pytorch_predict.py" export "$w" "$out/cnn.onnx" 2>/dev/null ||
         "$venv/bin/python" "$root/bench/pytorch_predict.py" export "$w" "$out/cnn.onnx"

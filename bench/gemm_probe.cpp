@@ -6,6 +6,7 @@
 //
 //   gemm_probe                 per-shape table
 //   gemm_probe --rate T [S]    aggregate GFLOP/s of T threads (S seconds, default 2)
+//   gemm_probe --blas-info     OpenBLAS's build and the core it picked here
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -110,6 +111,14 @@ int main(int argc, char** argv) {
   if (argc >= 3 && std::strcmp(argv[1], "--rate") == 0) {
     rate(std::max(1, std::atoi(argv[2])), argc >= 4 ? std::atof(argv[3]) : 2.0);
     return 0;
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "--blas-info") == 0) {
+    std::printf("%s\n", devmap::cpu::blas_description().c_str());
+    return 0;
+  }
+  if (argc > 1) {
+    std::fprintf(stderr, "gemm_probe: unknown option '%s' (--rate T [S], --blas-info)\n", argv[1]);
+    return 2;
   }
   table();
   return 0;

@@ -1,8 +1,5 @@
 // worker_cpu: a worker process whose kernels run on the CPU (OpenBLAS).
-#include <cblas.h>
-
-#include <string>
-
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
 #include "worker/worker_service.h"
 
@@ -13,6 +10,6 @@ int main(int argc, char** argv) {
   rt.device_kind = "cpu";
   rt.kernels = &kernels;
   rt.set_threads = [](int threads) { devmap::set_cpu_threads(threads); };
-  rt.describe = [] { return std::string(openblas_get_config()) + " core " + openblas_get_corename(); };
+  rt.describe = [] { return devmap::cpu::blas_description(); };
   return devmap::worker_main(argc, argv, rt);
 }
