@@ -7,6 +7,7 @@
 //   gemm_probe                 per-shape table
 //   gemm_probe --rate T [S]    aggregate GFLOP/s of T threads (S seconds, default 2)
 //   gemm_probe --blas-info     OpenBLAS's build and the core it picked here
+//   gemm_probe --cpu-path      the CPU path devmap's kernels run here (DEVMAP_CPU_PATH)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cpu_path.h"
 #include "kernels/cpu/blas.h"
 
 namespace {
@@ -116,8 +118,12 @@ int main(int argc, char** argv) {
     std::printf("%s\n", devmap::cpu::blas_description().c_str());
     return 0;
   }
+  if (argc >= 2 && std::strcmp(argv[1], "--cpu-path") == 0) {
+    std::printf("%s\n", devmap::describe_cpu_path().c_str());
+    return 0;
+  }
   if (argc > 1) {
-    std::fprintf(stderr, "gemm_probe: unknown option '%s' (--rate T [S], --blas-info)\n", argv[1]);
+    std::fprintf(stderr, "gemm_probe: unknown option '%s' (--rate T [S], --blas-info, --cpu-path)\n", argv[1]);
     return 2;
   }
   table();

@@ -9,6 +9,7 @@
 #include "coordinator/process_limits.h"
 #include "coordinator/signals.h"
 #include "coordinator/train_job.h"
+#include "core/cpu_path.h"
 
 #ifndef DEVMAP_VERSION
 #define DEVMAP_VERSION "dev"
@@ -35,6 +36,8 @@ int main(int argc, char** argv) {
     if (cl.subcommand == "plan") return run_plan(config, PlanOptions{cl.json, cl.predict.batch});
     resolve_gpu_placement(config, cl.run, std::cerr);
     check_process_limits(config);
+    // The CPU workers would fail on a bad DEVMAP_CPU_PATH: say so before any starts.
+    cpu_path_from_environment();
     std::string job = cl.subcommand.empty() ? config.job : cl.subcommand;
     if (job == "predict") return run_predict(config, cl.run, cl.predict);
     return run_train(config, cl.run);
