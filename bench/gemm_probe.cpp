@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1) {
-    std::fprintf(stderr, "gemm_probe: unknown option '%s' (--rate T [S], --blas-info, --cpu-path, --fma-peak)\n", argv[1]);
+    std::fprintf(stderr, "gemm_probe: unknown option '%s' (--rate T [S], --blas-info, --cpu-path, --fma-peak)\n",
+                 argv[1]);
     return 2;
   }
   table();
