@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# devmap against PyTorch on this machine, side by side: training the reference
+# devmap against its peers on this machine, side by side: training the reference
 # CNN and the MLP for a fixed number of steps (median step images/s after 5
 # warm-up steps), and predicting the 10000 test images at batch 1000 with the
-# weights devmap just trained. Runs alternate devmap / PyTorch run by run,
+# weights devmap just trained. Runs alternate devmap / each peer run by run,
 # --runs of each at every thread count; prints the median and the spread
 # (min-max) of each, the ratios of the medians, the MLP's time per step and
 # how much of it is spent outside the kernels, and the fraction of the
@@ -11,12 +11,26 @@
 # definition's; Winograd convolutions need fewer, so devmap can pass 100%.
 #
 #   bench/compare_pytorch.sh [--threads "1 2"] [--runs 3] [--steps 150] [--mlp-steps 400] [--newest auto|no]
+#                            [--forced-paths auto|none|"avx2 baseline"]
 #
-# PyTorch is Debian's python3-torch (/usr/bin/python3). With --newest auto
-# (the default) the newest PyTorch and ONNX Runtime from PyPI are installed
-# into bench/.venv (git-ignored) when missing and compared too (ONNX Runtime
-# for prediction, through an ONNX export of the same weights); whichever
-# cannot be installed or imported is skipped with a note.
+# The peers: Debian's PyTorch (python3-torch, /usr/bin/python3); with
+# --newest auto (the default) also the newest PyTorch (PyPI's own wheel, with
+# its CUDA libraries, about 5 GiB, run on the CPU), the newest tensorflow-cpu
+# (bench/tensorflow_bench.py: Keras layers in a tf.function step) and ONNX
+# Runtime (prediction, through an ONNX export of the same weights), installed
+# into bench/.venv (git-ignored) when missing; whichever cannot be installed
+# or imported is skipped with a note. Timed scopes, the same for all:
+# training, a step from a batch gathered out of the training set in memory to
+# the updated weights (median over the steps after 5 warm-up steps);
+# prediction, the 10000 test images in memory to labels at batch 1000
+# (devmap: `coordinator predict`'s own images/s, which starts when the images
+# are loaded). The output starts with the machine: CPU model, vector units,
+# OPENBLAS_CORETYPE as found and the OpenBLAS core it picks, devmap's CPU
+# path, and every peer's version. --forced-paths also runs devmap's CNN
+# training and prediction with DEVMAP_CPU_PATH set to each of those paths
+# ("auto": avx2 where the CPU has AVX-512), and every devmap row shows its
+# effective GFLOP/s per core (the model's FLOPs / time / threads) against
+# the measured FP32 peak of a core on its path (gemm_probe --fma-peak).
 # DEVMAP_BUILD_DIR=build/perf uses an existing build (with gemm_probe) as is.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -25,7 +39,8 @@ runs=3
 steps=150
 mlp_steps=400
 newest=auto
-bench_options 20 --threads=threads --runs=runs --steps=steps --mlp-steps=mlp_steps --newest=newest -- "$@"
+forced_paths=auto
+bench_options 33 --threads=threads --runs=runs --steps=steps --mlp-steps=mlp_steps --newest=newest --forced-paths=forced_paths -- "$@"
 bench_build gemm_probe
 
 sys_py=/usr/bin/python3
@@ -36,34 +51,47 @@ results="$out/results.tsv"
 note() { echo "compare_pytorch: $*" >&2; }
 record() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$results"; }  # threads what runtime value
 
-# The newest PyTorch / ONNX Runtime, where they install.
-new_torch="" new_ort=""
+# The newest PyTorch, TensorFlow and ONNX Runtime, where they install.
+new_torch="" new_ort="" new_tf=""
 if [[ $newest != no ]]; then
   if [[ ! -x $venv/bin/python ]]; then
-    note "installing the newest PyTorch and ONNX Runtime into bench/.venv"
+    note "installing the newest PyTorch, tensorflow-cpu and ONNX Runtime into bench/.venv"
     python3 -m venv "$venv" >&2 || true
   fi
   if [[ -x $venv/bin/python ]]; then
-    "$venv/bin/python" -c "import onnxruntime" 2>/dev/null ||
-      timeout 600 "$venv/bin/pip" install -q numpy onnxruntime >&2 || true
-    # PyPI's own torch wheel needs the CUDA libraries (gigabytes of nvidia-*
-    # wheels) even to import; only the CPU wheel index is worth trying.
-    "$venv/bin/python" -c "import torch" 2>/dev/null ||
-      timeout 900 "$venv/bin/pip" install -q --retries 0 --timeout 20 torch --index-url https://download.pytorch.org/whl/cpu >&2 || true
-    if v=$("$venv/bin/python" -c "import torch; print(torch.__version__)" 2>/dev/null); then
-      new_torch=$v
-    else
-      note "the newest PyTorch does not import from bench/.venv; skipped"
-    fi
-    if v=$("$venv/bin/python" -c "import onnxruntime; print(onnxruntime.__version__)" 2>/dev/null); then
-      new_ort=$v
-    else
-      note "ONNX Runtime does not import from bench/.venv; skipped"
-    fi
+    for pkg in onnxruntime:onnxruntime tensorflow:tensorflow-cpu torch:torch; do
+      "$venv/bin/python" -c "import ${pkg%%:*}" 2>/dev/null ||
+        timeout 1800 "$venv/bin/pip" install -q numpy "${pkg#*:}" >&2 || true
+    done
+    v() { "$venv/bin/python" -c "import $1; print($1.__version__)" 2>/dev/null; }
+    new_torch=$(v torch) || note "the newest PyTorch does not import from bench/.venv; skipped"
+    new_tf=$(v tensorflow) || note "tensorflow-cpu does not import from bench/.venv; skipped"
+    new_ort=$(v onnxruntime) || note "ONNX Runtime does not import from bench/.venv; skipped"
   else
-    note "no venv (python3 -m venv failed); the newest PyTorch and ONNX Runtime are skipped"
+    note "no venv (python3 -m venv failed); the newest PyTorch, TensorFlow and ONNX Runtime are skipped"
   fi
 fi
+
+# The machine and the BLAS settings, as found (never changed here).
+sys_torch=$($sys_py -c 'import torch; print(torch.__version__)')
+{
+  field() { sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo | head -1; }
+  echo "cpu: $(field 'model name') (family $(field 'cpu family') model $(field model)), $(nproc) cores"
+  echo "vector units: $(grep -m1 -o -w -E 'avx2|fma|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE-(unset)}; OpenBLAS: $("$dir/bin/gemm_probe" --blas-info)"
+  echo "devmap CPU path: $("$dir/bin/gemm_probe" --cpu-path)"
+  echo "peers: PyTorch $sys_torch (Debian)${new_torch:+, PyTorch $new_torch (PyPI)}${new_tf:+, TensorFlow $new_tf (tensorflow-cpu, PyPI)}${new_ort:+, ONNX Runtime $new_ort (PyPI)}"
+  echo "timed: training, a batch in memory to the updated weights (median step, after 5 warm-up steps);"
+  echo "       prediction, the 10000 test images in memory to labels at batch 1000"
+}
+case $forced_paths in
+  auto) forced_paths=$(grep -q -w avx512f /proc/cpuinfo && echo avx2 || true) ;;
+  none) forced_paths="" ;;
+esac
+# The measured FP32 peak of one core, per path devmap runs.
+peak() { DEVMAP_CPU_PATH=$1 "$dir/bin/gemm_probe" --fma-peak; }
+for p in auto $forced_paths; do echo "FP32 peak of one core, path $p: $(peak "$p") GFLOP/s (FMA probe)"; done
+devmap_tag() { [[ $1 == auto ]] && echo devmap || echo "devmap $1"; }  # path -> results label
 
 devmap_train() {  # config threads tag extra-args... -> metrics file $out/$tag.jsonl
   local config=$1 t=$2 tag=$3
@@ -76,6 +104,10 @@ torch_train() {  # python model threads steps -> images/s
   "$1" "$root/bench/pytorch_train.py" --model "$2" --threads "$3" --steps "$4" |
     sed -n 's/.*median_images\/s=\([0-9.]*\).*/\1/p'
 }
+tf_train() {  # model threads steps -> images/s
+  "$venv/bin/python" "$root/bench/tensorflow_bench.py" train --model "$1" --threads "$2" --steps "$3" |
+    sed -n 's/.*median_images\/s=\([0-9.]*\).*/\1/p'
+}
 predict_rate() {  # python mode model threads -> images/s
   "$1" "$root/bench/pytorch_predict.py" "$2" "$3" --threads "$4" --batch 1000 | sed -n 's/.*images\/s=\([0-9.]*\).*/\1/p'
 }
@@ -84,11 +116,16 @@ for t in $threads; do
   for i in $(seq "$runs"); do
     note "threads $t, run $i of $runs ($(cut -d' ' -f1-3 /proc/loadavg) load)"
     record "$t" sgemm_gflops probe "$("$dir/bin/gemm_probe" --rate "$t" 1)"
-    # CNN training.
+    # CNN training, on the widest path and on each forced one.
     devmap_train fashion_mnist_cnn.yaml "$t" "cnn-$t-$i" --set train.max_steps="$steps" --log-every 1000000
     record "$t" cnn devmap "$(metric "$out/cnn-$t-$i.jsonl" epoch median_images_per_s)"
-    record "$t" cnn "torch $($sys_py -c 'import torch; print(torch.__version__)')" "$(torch_train $sys_py cnn "$t" "$steps")"
+    for p in $forced_paths; do
+      DEVMAP_CPU_PATH=$p devmap_train fashion_mnist_cnn.yaml "$t" "cnn-$p-$t-$i" --set train.max_steps="$steps" --log-every 1000000
+      record "$t" cnn "devmap $p" "$(metric "$out/cnn-$p-$t-$i.jsonl" epoch median_images_per_s)"
+    done
+    record "$t" cnn "torch $sys_torch" "$(torch_train $sys_py cnn "$t" "$steps")"
     [[ -n $new_torch ]] && record "$t" cnn "torch $new_torch" "$(torch_train "$venv/bin/python" cnn "$t" "$steps")"
+    [[ -n $new_tf ]] && record "$t" cnn "tensorflow $new_tf" "$(tf_train cnn "$t" "$steps")"
     # MLP training: every step logged, for step_ms and compute_ms.
     devmap_train fashion_mnist_mlp.yaml "$t" "mlp-$t-$i" --set train.max_steps="$mlp_steps" --log-every 1
     m="$out/mlp-$t-$i.jsonl"
@@ -101,17 +138,21 @@ step = statistics.median(d["step_ms"] for d in steps)
 comp = statistics.median(d["compute_ms"] for d in steps)
 print(f"{sys.argv[2]}\tmlp_step_ms\tdevmap\t{step}\n{sys.argv[2]}\tmlp_compute_ms\tdevmap\t{comp}")
 PY
-    record "$t" mlp "torch $($sys_py -c 'import torch; print(torch.__version__)')" "$(torch_train $sys_py mlp "$t" "$mlp_steps")"
+    record "$t" mlp "torch $sys_torch" "$(torch_train $sys_py mlp "$t" "$mlp_steps")"
     [[ -n $new_torch ]] && record "$t" mlp "torch $new_torch" "$(torch_train "$venv/bin/python" mlp "$t" "$mlp_steps")"
+    [[ -n $new_tf ]] && record "$t" mlp "tensorflow $new_tf" "$(tf_train mlp "$t" "$mlp_steps")"
     # Prediction of the test set with the weights of this run's CNN.
     w="$out/cnn-$t-$i.safetensors"
-    "$dir/bin/coordinator" predict "$root/configs/fashion_mnist_cnn.yaml" --weights "$w" \
-      --input "$data/t10k-images-idx3-ubyte.gz" --output "$out/preds.csv" --batch 1000 \
-      --metrics "$out/predict-$t-$i.jsonl" --set "devices.cpu:0.threads=$t" 2>"$out/predict.log" ||
-      { cat "$out/predict.log" >&2; exit 1; }
-    record "$t" predict devmap "$(metric "$out/predict-$t-$i.jsonl" done images_per_s)"
-    record "$t" predict "torch $($sys_py -c 'import torch; print(torch.__version__)')" "$(predict_rate $sys_py torch "$w" "$t")"
+    for p in auto $forced_paths; do
+      DEVMAP_CPU_PATH=$p "$dir/bin/coordinator" predict "$root/configs/fashion_mnist_cnn.yaml" --weights "$w" \
+        --input "$data/t10k-images-idx3-ubyte.gz" --output "$out/preds.csv" --batch 1000 \
+        --metrics "$out/predict-$p-$t-$i.jsonl" --set "devices.cpu:0.threads=$t" 2>"$out/predict.log" ||
+        { cat "$out/predict.log" >&2; exit 1; }
+      record "$t" predict "$(devmap_tag "$p")" "$(metric "$out/predict-$p-$t-$i.jsonl" done images_per_s)"
+    done
+    record "$t" predict "torch $sys_torch" "$(predict_rate $sys_py torch "$w" "$t")"
     [[ -n $new_torch ]] && record "$t" predict "torch $new_torch" "$(predict_rate "$venv/bin/python" torch "$w" "$t")"
+    [[ -n $new_tf ]] && record "$t" predict "tensorflow $new_tf" "$("$venv/bin/python" "$root/bench/tensorflow_bench.py" predict "$w" --threads "$t" | sed -n 's/.*images\/s=\([0-9.]*\).*/\1/p')"
     if [[ -n $new_ort ]]; then
       $sys_py "$root/bench/pytorch_predict.py" export "$w" "$out/cnn.onnx" 2>/dev/null ||
         "$venv/bin/python" "$root/bench/pytorch_predict.py" export "$w" "$out/cnn.onnx"
@@ -127,6 +168,7 @@ print(f"{sys.argv[2]}\tmlp_kernel_ms\tdevmap\t{ms / int(sys.argv[3])}")
 PY
 done
 
+for p in auto $forced_paths; do record 0 fma_peak "$(devmap_tag "$p")" "$(peak "$p")"; done
 python3 - "$results" "$($sys_py "$root/bench/model_flops.py" cnn)" <<'PY'
 import statistics, sys
 from collections import defaultdict
@@ -138,10 +180,11 @@ for line in open(sys.argv[1]):
 flops = dict(kv.split("=") for kv in sys.argv[2].split())
 per_image = {"cnn": float(flops["train"]), "predict": float(flops["forward"])}
 med = lambda k: statistics.median(rows[k]) if rows.get(k) else None
-for t in sorted({k[0] for k in rows}, key=int):
+for t in sorted({k[0] for k in rows if k[0] != "0"}, key=int):
     print(f"\n== threads {t} ==  (images/s: median [min-max] over runs; ratio = devmap median / peer median)")
     for what, label in (("cnn", "CNN training"), ("mlp", "MLP training"), ("predict", "predict 10000 @1000")):
         peers = sorted(rt for (tt, w, rt) in rows if tt == t and w == what and rt != "devmap")
+        forced = [rt for rt in peers if rt.startswith("devmap ")]
         d = rows.get((t, what, "devmap"), [])
         if not d:
             continue
@@ -157,6 +200,13 @@ for t in sorted({k[0] for k in rows}, key=int):
             print(f"{'':22s} GEMM-bound limit {limit:.0f} images/s ({per_image[what] / 1e6:.1f} MFLOP/image at "
                   f"{g:.1f} GFLOP/s SGEMM): devmap reaches {reached:.0%}"
                   + (" (Winograd convolutions multiply less than the definition counts)" if reached > 1 else ""))
+        for rt in (["devmap"] + forced if what in per_image else []):
+            fp = med(("0", "fma_peak", rt))
+            if fp is None or med((t, what, rt)) is None:
+                continue
+            eff = med((t, what, rt)) * per_image[what] / int(t) * 1e-9
+            print(f"{'':22s} {rt}: effective {eff:.1f} GFLOP/s per core (the definition's FLOPs) = {eff / fp:.0%} "
+                  f"of the measured FP32 peak, {fp:.1f} GFLOP/s per core on its path")
     if rows.get((t, "mlp_step_ms", "devmap")):
         s, c = med((t, "mlp_step_ms", "devmap")), med((t, "mlp_compute_ms", "devmap"))
         k = med((t, "mlp_kernel_ms", "devmap"))

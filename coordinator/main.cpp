@@ -12,6 +12,7 @@
 #include "coordinator/signals.h"
 #include "coordinator/step_costs.h"
 #include "coordinator/train_job.h"
+#include "core/cpu_path.h"
 
 #ifndef DEVMAP_VERSION
 #define DEVMAP_VERSION "dev"
@@ -35,6 +36,8 @@ int main(int argc, char** argv) {
     if (cl.subcommand == "predict") cl.overrides.insert(cl.overrides.begin(), "job=predict");
     Config config = load_config(cl.config_path, cl.overrides);
     set_grace_period(std::chrono::milliseconds(static_cast<int64_t>(config.faults.grace_period * 1000)));
+    // The CPU workers would fail on a bad DEVMAP_CPU_PATH: say so before any starts.
+    cpu_path_from_environment();
     if (cl.subcommand == "calibrate") return run_calibrate(config, cl.run, cl.calibrate);
     std::string job = cl.subcommand.empty() ? config.job : cl.subcommand;
     if (job != "plan") resolve_gpu_placement(config, cl.run, std::cerr);

@@ -338,6 +338,8 @@ void WorkerGroup::shutdown() {
       info_[i].bytes_handed = bye.bytes_handed;
       info_[i].memory_peak_bytes = bye.memory_peak_bytes;
       info_[i].memory_limit_bytes = bye.memory_limit_bytes;
+      info_[i].threads = bye.threads;
+      info_[i].peak_flops_per_core = bye.peak_flops_per_core;
     }
     ++byes;
   }

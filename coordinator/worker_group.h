@@ -73,6 +73,8 @@ struct WorkerInfo {
   uint64_t handoffs = 0, bytes_handed = 0;
   uint64_t memory_peak_bytes = 0, memory_limit_bytes = 0;  // the device allocator's
   std::vector<wire::ProfileRecord> profile;
+  uint32_t threads = 0;
+  double peak_flops_per_core = 0;  // measured FP32 peak of one core (CPU workers, --profile), 0: none
 };
 
 class WorkerGroup {

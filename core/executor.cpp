@@ -412,16 +412,21 @@ std::string Executor::describe(const Progress& p) const {
   return "?";
 }
 
+std::string Executor::implementation(int node) const {
+  const auto& k = kernels_[static_cast<size_t>(node)];
+  return k ? k->implementation(graph_.node(node)) : std::string();
+}
+
 void Executor::record(const Instr& ins, int64_t batch, double seconds) {
   switch (ins.kind) {
     case InstrKind::kForward: {
       const Node& n = graph_.node(ins.node);
-      profile_.add(n.name, ProfileDirection::kForward, seconds, n.forward_flops(batch));
+      profile_.add(n.name, ProfileDirection::kForward, seconds, n.forward_flops(batch), implementation(ins.node));
       break;
     }
     case InstrKind::kBackward: {
       const Node& n = graph_.node(ins.node);
-      profile_.add(n.name, ProfileDirection::kBackward, seconds, n.backward_flops(batch));
+      profile_.add(n.name, ProfileDirection::kBackward, seconds, n.backward_flops(batch), implementation(ins.node));
       break;
     }
     case InstrKind::kSumGrads: profile_.add(graph_.node(ins.node).name, ProfileDirection::kSumGrads, seconds, 0); break;
@@ -494,7 +499,7 @@ void Executor::apply_optimizer(int64_t step) {
     timer_->stop(interval);
     seconds = timer_->collect().at(static_cast<size_t>(interval));
   }
-  profile_.add("optimizer", ProfileDirection::kOptimizer, seconds, 0);
+  profile_.add("optimizer", ProfileDirection::kOptimizer, seconds, 0, optimizer_->implementation());
 }
 
 float Executor::scalar(int node) const {

@@ -157,6 +157,8 @@ class Executor {
   void copy_staged_inputs(int64_t batch);
   void copy_staged_outputs(int64_t batch);
   void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
+  // The node's kernel's implementation name (--profile), or empty.
+  std::string implementation(int node) const;
   void record(const Instr& ins, int64_t batch, double seconds);
   void record_pass(int64_t batch);
   static TraceKind trace_kind(InstrKind kind);

@@ -61,6 +61,9 @@ class OpKernel {
   // Scratch memory for a batch of `batch` samples, shared by all kernels of
   // a worker (the executor allocates the maximum once).
   virtual size_t workspace_bytes(const Node& /*node*/, int64_t /*batch*/) const { return 0; }
+  // The implementation that runs for the node in this process, as --profile
+  // names it ("winograd/avx512", "openblas:Cooperlake"); empty: not named.
+  virtual std::string implementation(const Node& /*node*/) const { return {}; }
 };
 
 // Optimizer hyper-parameters, shared by every device kind.
@@ -92,6 +95,8 @@ class OptimizerKernel {
   // step is 1-based (Adam's bias correction).
   virtual void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t step,
                       ThreadPool& pool) = 0;
+  // As OpKernel::implementation ("momentum/avx512"); empty: not named.
+  virtual std::string implementation() const { return {}; }
 };
 
 // Creates the kernels of one device kind. Throws devmap::Error naming the

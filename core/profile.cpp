@@ -14,7 +14,8 @@ const char* profile_direction_name(ProfileDirection d) {
   return "?";
 }
 
-void Profile::add(const std::string& name, ProfileDirection direction, double seconds, double flops) {
+void Profile::add(const std::string& name, ProfileDirection direction, double seconds, double flops,
+                  const std::string& kernel) {
   for (ProfileEntry& e : entries_)
     if (e.direction == direction && e.name == name) {
       ++e.calls;
@@ -22,7 +23,7 @@ void Profile::add(const std::string& name, ProfileDirection direction, double se
       e.flops += flops;
       return;
     }
-  entries_.push_back({name, direction, 1, seconds, flops});
+  entries_.push_back({name, direction, 1, seconds, flops, kernel});
 }
 
 }  // namespace devmap

@@ -21,12 +21,14 @@ struct ProfileEntry {
   uint64_t calls = 0;
   double seconds = 0;
   double flops = 0;
+  std::string kernel;  // the implementation that ran (OpKernel::implementation), or empty
 };
 
 class Profile {
  public:
   // Adds one call; entries are kept in first-seen order.
-  void add(const std::string& name, ProfileDirection direction, double seconds, double flops);
+  void add(const std::string& name, ProfileDirection direction, double seconds, double flops,
+           const std::string& kernel = {});
   const std::vector<ProfileEntry>& entries() const { return entries_; }
 
  private:

@@ -87,7 +87,8 @@ void wire_seeds(const std::string& plan) {
   bye.bytes_handed = 4096;
   bye.profile_entries = 1;
   body.assign(reinterpret_cast<const char*>(&bye), sizeof bye);
-  wire::ProfileRecord rec{{}, 0, 0, 10, 0.5, 1e6};
+  wire::ProfileRecord rec{{}, 0, 0, 10, 0.5, 1e6, {}};
+  wire::copy_name(rec.kernel, "winograd/avx512");
   wire::copy_name(rec.name, "conv1");
   body.append(reinterpret_cast<const char*>(&rec), sizeof rec);
   write("wire_message", "bye", wire::frame(wire::MsgType::kBye, std::string_view(body)));

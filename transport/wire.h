@@ -19,7 +19,7 @@ namespace devmap::wire {
 constexpr uint32_t kMagic = 0x50414d44;  // "DMAP" little-endian
 // Bumped whenever a message's layout or meaning changes; HELLO carries it
 // and a mismatch ends the handshake with an error.
-constexpr uint32_t kProtocolVersion = 5;
+constexpr uint32_t kProtocolVersion = 6;
 
 enum class MsgType : uint32_t {
   kHello = 1,     // worker -> coordinator: Hello
@@ -131,11 +131,12 @@ struct Bye {
   uint64_t handoffs;                // tensors it sent to other workers
   uint64_t bytes_handed;            // bytes those tensors held
   uint32_t profile_entries;         // ProfileRecord entries that follow (--profile)
-  uint32_t reserved;
-  uint64_t memory_peak_bytes;   // the device allocator's peak (tensors, workspace, slots)
-  uint64_t memory_limit_bytes;  // its memory_limit (0: unlimited)
+  uint32_t threads;                 // the worker's compute threads
+  uint64_t memory_peak_bytes;       // the device allocator's peak (tensors, workspace, slots)
+  uint64_t memory_limit_bytes;      // its memory_limit (0: unlimited)
+  double peak_flops_per_core;       // measured FP32 peak of one core (--profile on a CPU), 0: not measured
 };
-static_assert(sizeof(Bye) == 56 && std::is_trivially_copyable_v<Bye>);
+static_assert(sizeof(Bye) == 64 && std::is_trivially_copyable_v<Bye>);
 
 // Liveness and what the worker's main thread is doing. A worker whose
 // heartbeats arrive but whose `instructions` stop advancing is stuck inside
@@ -156,8 +157,9 @@ struct ProfileRecord {
   uint64_t calls;
   double seconds;
   double flops;
+  char kernel[32];  // the implementation that ran, e.g. "winograd/avx512", NUL-terminated (empty: unnamed)
 };
-static_assert(sizeof(ProfileRecord) == 80 && std::is_trivially_copyable_v<ProfileRecord>);
+static_assert(sizeof(ProfileRecord) == 112 && std::is_trivially_copyable_v<ProfileRecord>);
 
 // A handle to one tensor in a slot of an edge's ring: what the data plane
 // carries instead of the tensor's bytes.

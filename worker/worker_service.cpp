@@ -152,7 +152,10 @@ class Worker {
     }
     exec_->reserve(plan_.max_batch, pipeline_.sets_of(partition_, plan_.device));
     if (!plan_.affinity.empty()) pin_threads(plan_.affinity);
-    if (plan_.profile) exec_->enable_profile();
+    if (plan_.profile) {
+      exec_->enable_profile();
+      if (rt.peak_flops_per_core) peak_flops_ = rt.peak_flops_per_core();
+    }
     exec_->init_parameters();
     loss_node_ = plan_.graph.find_role(OpRole::kLoss);
     auto metrics = plan_.graph.find_all_role(OpRole::kMetric);
@@ -215,7 +218,9 @@ class Worker {
 
   // BYE's body: counters, then the per-op profile when asked for.
   std::string bye() const {
-    wire::Bye b{read_vm_hwm_bytes(), 0, 0, 0, 0, 0, memory_->peak_bytes(), memory_->limit_bytes()};
+    wire::Bye b{
+        read_vm_hwm_bytes(),    0,          0, 0, 0, static_cast<uint32_t>(plan_.threads), memory_->peak_bytes(),
+        memory_->limit_bytes(), peak_flops_};
     if (channel_) {
       b.transport_bytes_copied = channel_->stats().bytes_copied;
       b.handoffs = channel_->stats().handoffs;
@@ -231,6 +236,7 @@ class Worker {
       r.calls = e.calls;
       r.seconds = e.seconds;
       r.flops = e.flops;
+      wire::copy_name(r.kernel, e.kernel);
       body.append(reinterpret_cast<const char*>(&r), sizeof r);
     }
     return body;
@@ -399,6 +405,7 @@ class Worker {
   std::unique_ptr<ShmChannel> channel_;
   std::unique_ptr<DeviceMemory> memory_;  // outlives the executor, whose buffers it holds
   std::unique_ptr<Executor> exec_;
+  double peak_flops_ = 0;  // WorkerRuntime::peak_flops_per_core, when profiling
   int loss_node_ = -1, metric_node_ = -1;
   int64_t fail_at_step_ = -1, hang_at_step_ = -1;
   TraceBuffer trace_;  // the traced step's timeline, reused step after step (storage made at the first)
@@ -449,7 +456,7 @@ void serve(const Args& args, const WorkerRuntime& rt) {
           if (worker)
             client.send(wire::frame(wire::MsgType::kBye, std::string_view(worker->bye())));
           else
-            client.send(wire::frame(wire::MsgType::kBye, wire::Bye{read_vm_hwm_bytes(), 0, 0, 0, 0, 0, 0, 0}));
+            client.send(wire::frame(wire::MsgType::kBye, wire::Bye{read_vm_hwm_bytes(), 0, 0, 0, 0, 0, 0, 0, 0}));
           return;
         case wire::MsgType::kError: throw_runtime("coordinator: " + m.body);
         default: throw_runtime(std::string("unexpected ") + wire::msg_type_name(m.type) + " message");

@@ -20,6 +20,9 @@ struct WorkerRuntime {
   const KernelFactory* kernels;           // this device kind's kernels
   std::function<void(int)> set_threads;   // tells libraries (OpenBLAS) how many threads to use
   std::function<std::string()> describe;  // the compute libraries and their versions
+  // The FP32 peak of one core in FLOP/s (a measured FMA probe), asked for
+  // once when --profile is on; null: not reported (a GPU).
+  std::function<double()> peak_flops_per_core;
   // The device's memory with `limit_bytes` (0: the device's default); null:
   // host memory (HostMemory).
   std::function<std::unique_ptr<DeviceMemory>(const std::string& device, uint64_t limit_bytes)> make_memory;

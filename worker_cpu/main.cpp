@@ -1,9 +1,7 @@
 // worker_cpu: a worker process whose kernels run on the CPU (OpenBLAS).
-#include <cblas.h>
-
-#include <string>
-
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
+#include "kernels/cpu/fma_peak.h"
 #include "worker/worker_service.h"
 
 int main(int argc, char** argv) {
@@ -13,6 +11,11 @@ int main(int argc, char** argv) {
   rt.device_kind = "cpu";
   rt.kernels = &kernels;
   rt.set_threads = [](int threads) { devmap::set_cpu_threads(threads); };
-  rt.describe = [] { return std::string(openblas_get_config()) + " core " + openblas_get_corename(); };
+  rt.describe = [] {
+    return devmap::cpu::blas_short_description() + "; cpu path " + devmap::cpu_path_name(devmap::active_cpu_path());
+  };
+  rt.peak_flops_per_core = [] {
+    return devmap::cpu::cached_fma_peak(devmap::active_cpu_path(), devmap::cpu::default_fma_peak_cache());
+  };
   return devmap::worker_main(argc, argv, rt);
 }

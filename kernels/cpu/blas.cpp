@@ -19,6 +19,20 @@ void pin_blas_to_one_thread() {
   openblas_set_num_threads(1);
 }
 
+std::string blas_description() {
+  return std::string(openblas_get_config()) + " core " + openblas_get_corename();
+}
+
+std::string blas_core_name() {
+  return openblas_get_corename();
+}
+
+std::string blas_short_description() {
+  const std::string config = openblas_get_config();  // "OpenBLAS 0.3.21 DYNAMIC_ARCH ..."
+  const size_t end = config.find(' ', config.find(' ') + 1);
+  return config.substr(0, end) + " core " + blas_core_name();
+}
+
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
            int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;

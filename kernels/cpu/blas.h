@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace devmap::cpu {
 
@@ -15,6 +16,15 @@ namespace devmap::cpu {
 // result bits depend only on the inputs and the shapes.
 // Tells OpenBLAS to compute in the calling thread (process-wide).
 void pin_blas_to_one_thread();
+
+// OpenBLAS's build and the core it picked on this CPU (it follows
+// OPENBLAS_CORETYPE where set; devmap never sets it), e.g.
+// "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64 core Zen".
+std::string blas_description();
+// The core alone ("Cooperlake", "Haswell").
+std::string blas_core_name();
+// "OpenBLAS 0.3.21 core Cooperlake".
+std::string blas_short_description();
 
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
            int64_t ldb, float beta, float* c, int64_t ldc);

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/conv2d_winograd.h"
+#include "kernels/cpu/cpu_dispatch.h"
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/reduce.h"
@@ -56,6 +57,11 @@ size_t Conv2dKernel::lane_bytes(const Node& node) const {
   const ConvGeometry g = geometry_of(node);
   const ConvAlgorithm algo = algorithm(node);
   return conv_cpu_workspace_bytes(g, algo, 1) - conv_cpu_workspace_bytes(g, algo, 0);
+}
+
+std::string Conv2dKernel::implementation(const Node& node) const {
+  return algorithm(node) == ConvAlgorithm::kWinograd ? path_kernel_name("winograd")
+                                                     : "im2col+openblas:" + blas_core_name();
 }
 
 size_t Conv2dKernel::workspace_bytes(const Node& node, int64_t batch) const {

@@ -53,6 +53,9 @@ class Conv2dKernel final : public OpKernel {
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
   size_t workspace_bytes(const Node& node, int64_t batch) const override;
+  // "winograd/<cpu path>" (the transforms; the GEMMs are OpenBLAS's) or
+  // "im2col+openblas:<core>".
+  std::string implementation(const Node& node) const override;
 
   int64_t lanes(int64_t batch) const;
   // The algorithm this kernel runs for the node (never kAuto).

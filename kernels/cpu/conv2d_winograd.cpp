@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/cpu_dispatch.h"
 #include "kernels/cpu/parallel.h"
 
 namespace devmap::cpu {
@@ -17,16 +18,8 @@ using winograd::kToomCook;
 using winograd::Vec;
 using Table = std::array<float, winograd::kMaxAlpha * winograd::kMaxAlpha>;
 
-// The transforms below are compiled twice on x86-64, for AVX2 and for the
-// baseline, and the loader picks one (GCC's target_clones); both compute
-// the same bits (the project compiles with -ffp-contract=off, so neither
-// fuses multiply-adds).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DEVMAP_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define DEVMAP_SIMD_CLONES
-#endif
-#define DEVMAP_INLINE [[gnu::always_inline]] inline
+// The transforms below are compiled once per CPU path (cpu_dispatch.h) and
+// give the same bits on each.
 
 // Vectors pass by reference: returning one by value changes the ABI
 // between targets with and without AVX. Loads and stores go through
@@ -199,7 +192,7 @@ DEVMAP_INLINE void transform_tiles_fixed(const Table& mat, const TileSource& src
 // weight gradient's transform of 4x4 output-gradient tiles (g of F(K, 4)).
 enum class TileTransform { kInput, kOutputGradient };
 
-DEVMAP_SIMD_CLONES void transform_tiles(TileTransform which, int kernel, const TileSource& src, int64_t count,
+DEVMAP_INLINE void transform_tiles_body(TileTransform which, int kernel, const TileSource& src, int64_t count,
                                         int64_t tp, int64_t stride, float* planes, float* out) {
   constexpr int m = WinogradConvLayout::kTile;
   if (which == TileTransform::kInput) {
@@ -210,6 +203,10 @@ DEVMAP_SIMD_CLONES void transform_tiles(TileTransform which, int kernel, const T
                       (transform_tiles_fixed<m + K - 1, m>(kToomCook<K, m>.g, src, count, tp, stride, planes, out)))
   }
 }
+DEVMAP_CPU_PATH_DISPATCH(void, transform_tiles,
+                         (TileTransform which, int kernel, const TileSource& src, int64_t count, int64_t tp,
+                          int64_t stride, float* planes, float* out),
+                         (which, kernel, src, count, tp, stride, planes, out))
 
 // The inverse of transform_tiles on the output side: out[s][c] tile (ty,
 // tx) = (at * prod_t * at^T) (+ bias[c]), cropped to out_h x out_w, with
@@ -243,12 +240,16 @@ DEVMAP_INLINE void untransform_tiles_fixed(const Table& at, const float* prod, i
   }
 }
 
-DEVMAP_SIMD_CLONES void untransform_tiles(int kernel, const float* prod, int64_t count, int64_t tp, int64_t stride,
+DEVMAP_INLINE void untransform_tiles_body(int kernel, const float* prod, int64_t count, int64_t tp, int64_t stride,
                                           const float* bias, const TileSink& dst) {
   constexpr int m = WinogradConvLayout::kTile;
   DEVMAP_FOR_KERNEL(kernel,
                     (untransform_tiles_fixed<m, m + K - 1>(kToomCook<m, K>.at, prod, count, tp, stride, bias, dst)))
 }
+DEVMAP_CPU_PATH_DISPATCH(void, untransform_tiles,
+                         (int kernel, const float* prod, int64_t count, int64_t tp, int64_t stride, const float* bias,
+                          const TileSink& dst),
+                         (kernel, prod, count, tp, stride, bias, dst))
 
 // u[xi * stride + f] = (g * w_(co,ci) * g^T)[xi] for the filters [f0, f0 + n)
 // (f = co * cin + ci) with w_(co,ci) = W[co][ci], or, when `swapped`,
@@ -273,12 +274,16 @@ DEVMAP_INLINE void transform_filters_fixed(const Table& g, const float* w, int64
   for (int xi = 0; xi < A * A; ++xi) std::copy(lanes[xi], lanes[xi] + n, u + xi * stride + f0);
 }
 
-DEVMAP_SIMD_CLONES void transform_filter_block(int kernel, const float* w, int64_t channels, int64_t stride,
+DEVMAP_INLINE void transform_filter_block_body(int kernel, const float* w, int64_t channels, int64_t stride,
                                                bool swapped, int64_t cin, int64_t f0, int64_t n, float* u) {
   constexpr int m = WinogradConvLayout::kTile;
   DEVMAP_FOR_KERNEL(
       kernel, (transform_filters_fixed<m + K - 1, K>(kToomCook<m, K>.g, w, channels, stride, swapped, cin, f0, n, u)))
 }
+DEVMAP_CPU_PATH_DISPATCH(void, transform_filter_block,
+                         (int kernel, const float* w, int64_t channels, int64_t stride, bool swapped, int64_t cin,
+                          int64_t f0, int64_t n, float* u),
+                         (kernel, w, channels, stride, swapped, cin, f0, n, u))
 
 void transform_filters(int kernel, ThreadPool* pool, const float* w, int64_t filters, int64_t channels, bool swapped,
                        float* u) {
@@ -316,12 +321,16 @@ DEVMAP_INLINE void finish_weight_block(const Table& at, const float* parts, int6
   }
 }
 
-DEVMAP_SIMD_CLONES void finish_weights(int kernel, const float* parts, int64_t stride, int64_t lanes, int64_t point,
+DEVMAP_INLINE void finish_weights_body(int kernel, const float* parts, int64_t stride, int64_t lanes, int64_t point,
                                        int64_t f0, int64_t n, bool accumulate, float* dw) {
   constexpr int m = WinogradConvLayout::kTile;
   DEVMAP_FOR_KERNEL(kernel, (finish_weight_block<K, m + K - 1>(kToomCook<K, m>.at, parts, stride, lanes, point, f0, n,
                                                                accumulate, dw)))
 }
+DEVMAP_CPU_PATH_DISPATCH(void, finish_weights,
+                         (int kernel, const float* parts, int64_t stride, int64_t lanes, int64_t point, int64_t f0,
+                          int64_t n, bool accumulate, float* dw),
+                         (kernel, parts, stride, lanes, point, f0, n, accumulate, dw))
 
 }  // namespace
 

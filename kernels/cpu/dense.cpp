@@ -43,6 +43,10 @@ void for_blocks(ThreadPool* pool, const Blocks& b, const Fn& fn) {
 
 }  // namespace
 
+std::string DenseKernel::implementation(const Node& /*node*/) const {
+  return "openblas:" + blas_core_name();
+}
+
 void DenseKernel::forward(const ForwardArgs& args) {
   const int64_t batch = args.inputs[0].shape[0], in = args.inputs[0].shape[1], units = args.output.shape[1];
   const float* bias = args.params.size() > 1 ? args.params[1].data : nullptr;

@@ -2,6 +2,8 @@
 // blocks that run on the pool.
 #pragma once
 
+#include <string>
+
 #include "core/kernel.h"
 
 namespace devmap::cpu {
@@ -18,6 +20,7 @@ class DenseKernel final : public OpKernel {
  public:
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
+  std::string implementation(const Node& node) const override;
 };
 
 }  // namespace devmap::cpu

@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "kernels/cpu/cpu_dispatch.h"
 #include "kernels/cpu/parallel.h"
 
 namespace devmap::cpu {
@@ -12,7 +13,7 @@ namespace {
 
 // a replaces b as the running maximum: a is larger, or a is the first NaN.
 // Written as plain comparisons so the compiler can make it branch-free.
-inline bool replaces(float a, float b) {
+DEVMAP_INLINE bool replaces(float a, float b) {
   return (a > b) | ((a != a) & (b == b));
 }
 
@@ -103,17 +104,17 @@ bool is_2x2(const PoolGeometry& g) {
 }
 
 // 1 where v is m's element under the first-maximum rule (equal, or both NaN).
-inline bool matches(float v, float m) {
+DEVMAP_INLINE bool matches(float v, float m) {
   return (v == m) | ((v != v) & (m != m));
 }
 
-inline float pick(float v, float m) {
+DEVMAP_INLINE float pick(float v, float m) {
   return replaces(v, m) ? v : m;
 }
 
 // One plane: the first maximum of a, b (row 0), c, d (row 1) of each window,
 // folded in that order one element per pass (single-step loops vectorise).
-void forward_2x2(const PoolGeometry& g, const float* in, float* out) {
+DEVMAP_INLINE void forward_2x2_body(const PoolGeometry& g, const float* in, float* out) {
   for (int64_t oh = 0; oh < g.out_h; ++oh) {
     const float* r0 = in + 2 * oh * g.width;
     const float* r1 = r0 + g.width;
@@ -124,10 +125,12 @@ void forward_2x2(const PoolGeometry& g, const float* in, float* out) {
     for (int64_t ow = 0; ow < g.out_w; ++ow) o[ow] = pick(r1[2 * ow + 1], o[ow]);
   }
 }
+DEVMAP_CPU_PATH_DISPATCH(void, forward_2x2, (const PoolGeometry& g, const float* in, float* out), (g, in, out))
 
 // One plane of dx: dy goes to the first element of each window that matches
 // its maximum m, every other element (and rows/columns no window covers) gets 0.
-void backward_2x2(const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in) {
+DEVMAP_INLINE void backward_2x2_body(const PoolGeometry& g, const float* in, const float* m, const float* d_out,
+                                     float* d_in) {
   for (int64_t oh = 0; oh < g.out_h; ++oh) {
     const float* r0 = in + 2 * oh * g.width;
     const float* r1 = r0 + g.width;
@@ -150,8 +153,18 @@ void backward_2x2(const PoolGeometry& g, const float* in, const float* m, const 
   }
   for (int64_t h = 2 * g.out_h; h < g.height; ++h) std::fill(d_in + h * g.width, d_in + (h + 1) * g.width, 0.0f);
 }
+DEVMAP_CPU_PATH_DISPATCH(void, backward_2x2,
+                         (const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in),
+                         (g, in, m, d_out, d_in))
 
 }  // namespace
+
+std::string MaxPool2dKernel::implementation(const Node& node) const {
+  // Only the 2x2, stride 2 case has per-path builds; the general windows
+  // run the baseline build.
+  const PoolGeometry g(node, 1);
+  return is_2x2(g) ? path_kernel_name("max_pool2x2") : std::string("max_pool2d/baseline");
+}
 
 void MaxPool2dKernel::forward(const ForwardArgs& args) {
   const PoolGeometry g(args.node, args.inputs[0].shape[0]);

@@ -1,6 +1,8 @@
 // max_pool2d on the CPU: one (sample, channel) plane per task.
 #pragma once
 
+#include <string>
+
 #include "core/kernel.h"
 
 namespace devmap::cpu {
@@ -21,6 +23,7 @@ class MaxPool2dKernel final : public OpKernel {
  public:
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
+  std::string implementation(const Node& node) const override;
 };
 
 }  // namespace devmap::cpu

@@ -1,6 +1,8 @@
 // relu on the CPU.
 #pragma once
 
+#include <string>
+
 #include "core/kernel.h"
 
 namespace devmap::cpu {
@@ -13,6 +15,7 @@ class ReluKernel final : public OpKernel {
  public:
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
+  std::string implementation(const Node& node) const override;
 };
 
 }  // namespace devmap::cpu

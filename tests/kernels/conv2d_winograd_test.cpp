@@ -12,10 +12,15 @@
 #include "core/error.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/winograd.h"
+#include "tests/kernels/cpu_paths.h"
 #include "tests/kernels/test_util.h"
 
 namespace devmap::test {
 namespace {
+
+// Every test runs on every CPU path (cpu_paths.h).
+class ConvWinograd : public EveryCpuPath {};
+DEVMAP_ON_EVERY_CPU_PATH(ConvWinograd);
 
 using cpu::Conv2dKernel;
 
@@ -108,7 +113,7 @@ void expect_matches_gemm(const Node& node, int64_t batch, int64_t max_lanes, int
   for (size_t i = 0; i < dw.size(); ++i) ASSERT_EQ(wino.d_params[0].data()[i], dw[i] + dw[i]) << "accumulated dW " << i;
 }
 
-TEST(ConvWinograd, MatchesGemm) {
+TEST_P(ConvWinograd, MatchesGemm) {
   expect_matches_gemm(conv_node(32, 14, 14, 64, 5, 2), 5, 8, 2);       // the reference model's conv2
   expect_matches_gemm(conv_node(8, 9, 11, 8, 3, 1), 3, 8, 1);          // partial tiles, H != W
   expect_matches_gemm(conv_node(8, 7, 7, 16, 3, 0), 13, 3, 2);         // no padding; lanes of 4-5 samples
@@ -121,7 +126,7 @@ TEST(ConvWinograd, MatchesGemm) {
   expect_matches_gemm(conv_node(8, 8, 8, 8, 3, 1), 40, 2, 2);
 }
 
-TEST(ConvWinograd, Gradients) {
+TEST_P(ConvWinograd, Gradients) {
   const Node node = conv_node(3, 6, 7, 4, 3, 1);
   OpHarness h(node, 2, 1, std::make_unique<Conv2dKernel>(8, ConvAlgorithm::kWinograd));
   randomize(h, 3);
@@ -131,7 +136,7 @@ TEST(ConvWinograd, Gradients) {
   expect_gradients(k5, 32);
 }
 
-TEST(ConvWinograd, PoolSizeDoesNotChangeTheBits) {
+TEST_P(ConvWinograd, PoolSizeDoesNotChangeTheBits) {
   const Node node = conv_node(16, 14, 14, 16, 5, 2);
   OpHarness one(node, 11, 1), two(node, 11, 2), three(node, 11, 3);
   ASSERT_EQ(static_cast<Conv2dKernel&>(*one.kernel).algorithm(node), ConvAlgorithm::kWinograd);
@@ -148,7 +153,7 @@ TEST(ConvWinograd, PoolSizeDoesNotChangeTheBits) {
 }
 
 // A batch of no samples leaves no stale lane partials in the weight gradient.
-TEST(ConvWinograd, EmptyBatchGivesZeroParamGradients) {
+TEST_P(ConvWinograd, EmptyBatchGivesZeroParamGradients) {
   for (ConvAlgorithm algorithm : {ConvAlgorithm::kGemm, ConvAlgorithm::kWinograd}) {
     OpHarness h(conv_node(8, 6, 6, 8, 3, 1), 0, 1, std::make_unique<Conv2dKernel>(8, algorithm));
     std::fill(h.workspace.data(), h.workspace.data() + h.workspace.size(), 7.0f);
@@ -160,7 +165,7 @@ TEST(ConvWinograd, EmptyBatchGivesZeroParamGradients) {
   }
 }
 
-TEST(ConvWinograd, AutoPicksWinogradWhereItAppliesAndPays) {
+TEST_P(ConvWinograd, AutoPicksWinogradWhereItAppliesAndPays) {
   Conv2dKernel k;
   EXPECT_EQ(k.algorithm(conv_node(32, 14, 14, 64, 5, 2)), ConvAlgorithm::kWinograd);
   EXPECT_EQ(k.algorithm(conv_node(8, 9, 9, 8, 3, 1)), ConvAlgorithm::kWinograd);
@@ -189,7 +194,7 @@ TEST(ConvWinograd, AutoPicksWinogradWhereItAppliesAndPays) {
       ConvAlgorithm::kWinograd);
 }
 
-TEST(ConvWinograd, ImpossibleOrUnknownAlgorithmIsAnInputError) {
+TEST_P(ConvWinograd, ImpossibleOrUnknownAlgorithmIsAnInputError) {
   try {
     make_node("conv2d", "c", {{8, 14, 14}},
               {{"filters", int64_t{8}},

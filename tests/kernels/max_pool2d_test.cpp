@@ -7,10 +7,15 @@
 #include <random>
 #include <vector>
 
+#include "tests/kernels/cpu_paths.h"
 #include "tests/kernels/test_util.h"
 
 namespace devmap::test {
 namespace {
+
+// Every test runs on every CPU path (cpu_paths.h).
+class MaxPool2d : public EveryCpuPath {};
+DEVMAP_ON_EVERY_CPU_PATH(MaxPool2d);
 
 void set(const Buffer& b, const std::vector<float>& v) {
   ASSERT_EQ(b.size(), static_cast<int64_t>(v.size()));
@@ -31,7 +36,7 @@ Node pool_node(Shape in, int64_t kernel, int64_t stride, int64_t padding) {
   return make_node("max_pool2d", "p", {std::move(in)}, {{"kernel", kernel}, {"stride", stride}, {"padding", padding}});
 }
 
-TEST(MaxPool2d, HandComputedKernel2) {
+TEST_P(MaxPool2d, HandComputedKernel2) {
   OpHarness h(pool_node({1, 4, 4}, 2, 0, 0), 1);  // stride 0 means stride = kernel
   set(h.inputs[0], {1, 5, 2, 0,                   //
                     3, 4, 8, 7,                   //
@@ -47,7 +52,7 @@ TEST(MaxPool2d, HandComputedKernel2) {
                                                           0, 0, 0, 40}));
 }
 
-TEST(MaxPool2d, HandComputedStrideAndPadding) {
+TEST_P(MaxPool2d, HandComputedStrideAndPadding) {
   // kernel 3, stride 2, padding 1 over 3x3: windows rows/cols {-1..1} and {1..3}.
   OpHarness h(pool_node({1, 3, 3}, 3, 2, 1), 1);
   set(h.inputs[0], {-1, -2, -3,  //
@@ -61,7 +66,7 @@ TEST(MaxPool2d, HandComputedStrideAndPadding) {
   EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{1, 2, 0, 3, 4, 0, 0, 0, 0}));
 }
 
-TEST(MaxPool2d, TiesGoToTheFirstMaximumAndOverlapsAdd) {
+TEST_P(MaxPool2d, TiesGoToTheFirstMaximumAndOverlapsAdd) {
   // kernel 2, stride 1: overlapping windows over a constant plane. Each
   // window's first element (row-major) takes its gradient.
   OpHarness h(pool_node({1, 3, 3}, 2, 1, 0), 1);
@@ -81,7 +86,7 @@ TEST(MaxPool2d, TiesGoToTheFirstMaximumAndOverlapsAdd) {
   EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{0, 11, 0, 100, 1000, 0, 0, 0, 0}));
 }
 
-TEST(MaxPool2d, NanPropagates) {
+TEST_P(MaxPool2d, NanPropagates) {
   OpHarness h(pool_node({1, 2, 2}, 2, 0, 0), 1);
   set(h.inputs[0], {1, std::nanf(""), 3, 2});
   h.forward();
@@ -90,7 +95,7 @@ TEST(MaxPool2d, NanPropagates) {
 
 // The first maximum in row-major window order decides the output's bits:
 // which zero of a +-0 tie, which NaN of several.
-TEST(MaxPool2d, Kernel2FirstMaximumBits) {
+TEST_P(MaxPool2d, Kernel2FirstMaximumBits) {
   OpHarness h(pool_node({1, 2, 6}, 2, 0, 0), 1);
   const float nan_a = std::bit_cast<float>(0x7fc00001u), nan_b = std::bit_cast<float>(0x7fc00002u);
   set(h.inputs[0], {-0.0f, 0.0f, 1, nan_a, 0.0f, -0.0f,  //
@@ -104,19 +109,19 @@ TEST(MaxPool2d, Kernel2FirstMaximumBits) {
   EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{1, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0}));
 }
 
-TEST(MaxPool2d, GradientsKernel2) {
+TEST_P(MaxPool2d, GradientsKernel2) {
   OpHarness h(pool_node({3, 6, 6}, 2, 0, 0), 2);
   fill_distinct(h.inputs[0], 1);
   expect_gradients(h, 21);
 }
 
-TEST(MaxPool2d, GradientsStrideNotKernelWithPadding) {
+TEST_P(MaxPool2d, GradientsStrideNotKernelWithPadding) {
   OpHarness h(pool_node({2, 7, 6}, 3, 2, 1), 2);
   fill_distinct(h.inputs[0], 2);
   expect_gradients(h, 22);
 }
 
-TEST(MaxPool2d, GradientsOverlappingWindows) {
+TEST_P(MaxPool2d, GradientsOverlappingWindows) {
   OpHarness h(pool_node({2, 5, 5}, 3, 1, 1), 2);
   fill_distinct(h.inputs[0], 3);
   expect_gradients(h, 23);
@@ -125,7 +130,7 @@ TEST(MaxPool2d, GradientsOverlappingWindows) {
 // Backward uses the forward output when the executor passes it (the schema
 // keeps it), and recomputes the maxima otherwise: same bits. The 2x2
 // stride-2 node takes the dedicated non-overlapping path with the output.
-TEST(MaxPool2d, BackwardWithOrWithoutTheOutputAgrees) {
+TEST_P(MaxPool2d, BackwardWithOrWithoutTheOutputAgrees) {
   for (const Node& node :
        {pool_node({3, 9, 8}, 3, 2, 1), pool_node({2, 6, 6}, 2, 1, 0), pool_node({2, 6, 7}, 2, 0, 0)}) {
     OpHarness a(node, 2), b(node, 2);
@@ -144,13 +149,13 @@ TEST(MaxPool2d, BackwardWithOrWithoutTheOutputAgrees) {
 }
 
 // Wide rows exercise the backward's column segments (256 outputs each).
-TEST(MaxPool2d, GradientsWideRows) {
+TEST_P(MaxPool2d, GradientsWideRows) {
   OpHarness h(pool_node({1, 2, 600}, 2, 1, 1), 1);
   fill_distinct(h.inputs[0], 5);
   expect_gradients(h, 25);
 }
 
-TEST(MaxPool2d, FlippedGradientsFailTheCheck) {
+TEST_P(MaxPool2d, FlippedGradientsFailTheCheck) {
   OpHarness h(pool_node({2, 7, 6}, 3, 2, 1), 2);
   fill_distinct(h.inputs[0], 4);
   expect_gradients(h, 24, /*flip_sign=*/true);

@@ -4,10 +4,15 @@
 #include <memory>
 #include <vector>
 
+#include "tests/kernels/cpu_paths.h"
 #include "tests/kernels/test_util.h"
 
 namespace devmap::test {
 namespace {
+
+// Every test runs on every CPU path (cpu_paths.h).
+class Optimizers : public EveryCpuPath {};
+DEVMAP_ON_EVERY_CPU_PATH(Optimizers);
 
 // One parameter tensor with its gradient and optimizer state.
 struct Slot {
@@ -35,7 +40,7 @@ std::unique_ptr<OptimizerKernel> make(OptimizerConfig::Kind kind, double lr, dou
   return CpuKernelFactory().make_optimizer(c);
 }
 
-TEST(Optimizers, SgdTwoSteps) {
+TEST_P(Optimizers, SgdTwoSteps) {
   auto opt = make(OptimizerConfig::Kind::kSgd, 0.1, 0.01);
   ASSERT_EQ(opt->state_count(), 0);
   ThreadPool pool(1);
@@ -48,7 +53,7 @@ TEST(Optimizers, SgdTwoSteps) {
   for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(s.param.data()[i], 0.923051f);  // 0.949 - 0.1*(0.25 + 0.00949)
 }
 
-TEST(Optimizers, MomentumTwoSteps) {
+TEST_P(Optimizers, MomentumTwoSteps) {
   auto opt = make(OptimizerConfig::Kind::kMomentum, 0.1, 0.01);  // momentum 0.9 (default)
   ASSERT_EQ(opt->state_count(), 1);
   ThreadPool pool(1);
@@ -65,7 +70,7 @@ TEST(Optimizers, MomentumTwoSteps) {
   EXPECT_FLOAT_EQ(s.param.data()[0], 0.877151f);
 }
 
-TEST(Optimizers, AdamTwoSteps) {
+TEST_P(Optimizers, AdamTwoSteps) {
   auto opt = make(OptimizerConfig::Kind::kAdam, 0.1, 0.01);  // betas 0.9, 0.999, eps 1e-8
   ASSERT_EQ(opt->state_count(), 2);
   ThreadPool pool(1);
@@ -88,7 +93,7 @@ TEST(Optimizers, AdamTwoSteps) {
   EXPECT_NEAR(s.param.data()[0], 0.806555f, 2e-6);
 }
 
-TEST(Optimizers, LargeTensorsGiveTheSameBitsOnAnyPoolSize) {
+TEST_P(Optimizers, LargeTensorsGiveTheSameBitsOnAnyPoolSize) {
   for (auto kind : {OptimizerConfig::Kind::kSgd, OptimizerConfig::Kind::kMomentum, OptimizerConfig::Kind::kAdam}) {
     auto opt = make(kind, 0.01, 1e-4);
     ThreadPool one(1), two(2);

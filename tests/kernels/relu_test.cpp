@@ -3,10 +3,15 @@
 #include <cmath>
 #include <vector>
 
+#include "tests/kernels/cpu_paths.h"
 #include "tests/kernels/test_util.h"
 
 namespace devmap::test {
 namespace {
+
+// Every test runs on every CPU path (cpu_paths.h).
+class Relu : public EveryCpuPath {};
+DEVMAP_ON_EVERY_CPU_PATH(Relu);
 
 // Values with |x| >= 0.1, away from relu's kink at 0 (the checker moves
 // each by 0.01).
@@ -18,7 +23,7 @@ void fill_away_from_zero(const Buffer& b, uint64_t seed) {
   }
 }
 
-TEST(Relu, HandComputed) {
+TEST_P(Relu, HandComputed) {
   OpHarness h(make_node("relu", "r", {{5}}), 1);
   const std::vector<float> x{-2, -0.0f, 0, 0.5f, 3};
   std::copy(x.begin(), x.end(), h.inputs[0].data());
@@ -30,26 +35,26 @@ TEST(Relu, HandComputed) {
   EXPECT_EQ(to_vector(h.d_inputs[0]), (std::vector<float>{0, 0, 0, 4, 5}));
 }
 
-TEST(Relu, NanPropagates) {
+TEST_P(Relu, NanPropagates) {
   OpHarness h(make_node("relu", "r", {{2}}), 1);
   h.inputs[0].data()[0] = std::nanf("");
   h.forward();
   EXPECT_TRUE(std::isnan(h.output.data()[0]));
 }
 
-TEST(Relu, Gradients) {
+TEST_P(Relu, Gradients) {
   OpHarness h(make_node("relu", "r", {{3, 4, 5}}), 2);
   fill_away_from_zero(h.inputs[0], 1);
   expect_gradients(h, 31);
 }
 
-TEST(Relu, FlippedGradientsFailTheCheck) {
+TEST_P(Relu, FlippedGradientsFailTheCheck) {
   OpHarness h(make_node("relu", "r", {{3, 4, 5}}), 2);
   fill_away_from_zero(h.inputs[0], 2);
   expect_gradients(h, 32, /*flip_sign=*/true);
 }
 
-TEST(Relu, LargeTensorOnTwoThreadsMatchesOneThread) {
+TEST_P(Relu, LargeTensorOnTwoThreadsMatchesOneThread) {
   // Big enough to be split across the pool.
   const Node node = make_node("relu", "r", {{100000}});
   OpHarness one(node, 2, 1), two(node, 2, 2);

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""The reference CNN (or the MLP) in TensorFlow (tensorflow-cpu from PyPI, in
+bench/.venv), for side-by-side numbers with devmap and PyTorch.
+
+Training runs a tf.function step (Keras layers, tf.GradientTape, Keras SGD
+with momentum 0.9, lr 0.01, batch 64, Keras' default initialisation): the
+timed scope of a step is the batch gathered from the training set already in
+memory, forward, backward and the weight update, as bench/pytorch_train.py
+times it. Prediction loads devmap's weights (safetensors, PyTorch layouts)
+into the same model in TensorFlow's NHWC layout (the weights transposed, the
+first dense layer's rows permuted to NHWC flattening) and times a
+tf.function from the 10000 test images in memory to labels, batch by batch.
+
+  tensorflow_bench.py train [--model cnn|mlp] [--threads N] [--steps N]
+      prints "tensorflow <version> ... median_images/s=<x>"
+  tensorflow_bench.py predict WEIGHTS [--threads N] [--batch B]
+      prints "tensorflow <version> images/s=<x> seconds=<s> labels_crc=<c>"
+"""
+import argparse
+import gzip
+import json
+import os
+import statistics
+import struct
+import time
+import zlib
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def load(kind):
+    with gzip.open(f"{DATA}/{kind}-images-idx3-ubyte.gz") as f:
+        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28, 1).astype(np.float32) / 255
+    with gzip.open(f"{DATA}/{kind}-labels-idx1-ubyte.gz") as f:
+        y = np.frombuffer(f.read(), np.uint8, offset=8).astype(np.int64)
+    return x, y
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, meta in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = meta["data_offsets"]
+        out[name] = np.frombuffer(data[begin:end], np.float32).reshape(meta["shape"])
+    return out
+
+
+def model(tf, kind):
+    L = tf.keras.layers
+    if kind == "mlp":
+        layers = [L.Flatten(), L.Dense(256, activation="relu"), L.Dense(10)]
+    else:
+        layers = [L.Conv2D(32, 5, padding="same", activation="relu"), L.MaxPool2D(2),
+                  L.Conv2D(64, 5, padding="same", activation="relu"), L.MaxPool2D(2),
+                  L.Flatten(), L.Dense(1024, activation="relu"), L.Dense(10)]
+    net = tf.keras.Sequential([tf.keras.Input((28, 28, 1))] + layers)
+    return net
+
+
+def set_threads(tf, n):
+    tf.config.threading.set_intra_op_parallelism_threads(n)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+
+
+def train(tf, a):
+    tf.keras.utils.set_random_seed(a.seed)
+    x, y = load("train")
+    xtr, ytr = tf.constant(x), tf.constant(y)
+    net = model(tf, a.model)
+    opt = tf.keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function
+    def step(idx):
+        xb, yb = tf.gather(xtr, idx), tf.gather(ytr, idx)
+        with tf.GradientTape() as tape:
+            loss = loss_fn(yb, net(xb, training=True))
+        grads = tape.gradient(loss, net.trainable_variables)
+        opt.apply_gradients(zip(grads, net.trainable_variables))
+        return loss
+
+    rng = np.random.default_rng(a.seed)
+    perm = rng.permutation(len(x))
+    times = []
+    for s in range(a.steps):
+        i = (s * a.batch) % (len(x) - a.batch)
+        idx = tf.constant(perm[i:i + a.batch])
+        t0 = time.perf_counter()
+        step(idx).numpy()
+        times.append(time.perf_counter() - t0)
+    med = statistics.median(times[5:] or times)
+    print(f"tensorflow {tf.__version__} {a.model} threads={a.threads} steps={a.steps} "
+          f"median_step_ms={med * 1e3:.2f} median_images/s={a.batch / med:.0f}")
+
+
+def predict(tf, a):
+    w = read_safetensors(a.weights)
+    net = model(tf, "cnn")
+    # conv: OIHW -> HWIO; fc1 rows: devmap flattens (C, H, W), Keras (H, W, C).
+    fc1 = w["fc1.weight"].reshape(1024, 64, 7, 7).transpose(2, 3, 1, 0).reshape(3136, 1024)
+    net.set_weights([w["conv1.weight"].transpose(2, 3, 1, 0), w["conv1.bias"],
+                     w["conv2.weight"].transpose(2, 3, 1, 0), w["conv2.bias"],
+                     fc1, w["fc1.bias"], w["logits.weight"].T, w["logits.bias"]])
+    x, _ = load("t10k")
+    f = tf.function(lambda b: tf.argmax(net(b, training=False), axis=1))
+    f(tf.constant(x[:a.batch])).numpy()  # traces the function outside the timed loop
+    labels = []
+    t0 = time.perf_counter()
+    for i in range(0, len(x), a.batch):
+        labels.append(f(tf.constant(x[i:i + a.batch])).numpy())
+    secs = time.perf_counter() - t0
+    crc = zlib.crc32(np.concatenate(labels).astype(np.int64).tobytes())
+    print(f"tensorflow {tf.__version__} images/s={len(x) / secs:.1f} seconds={secs:.3f} labels_crc={crc}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=["train", "predict"])
+    ap.add_argument("weights", nargs="?", help="(predict) devmap safetensors weights")
+    ap.add_argument("--model", choices=["cnn", "mlp"], default="cnn")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--batch", type=int, default=None, help="64 for train, 1000 for predict")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    import tensorflow as tf
+
+    set_threads(tf, a.threads)
+    if a.mode == "train":
+        a.batch = a.batch or 64
+        train(tf, a)
+    else:
+        if not a.weights:
+            ap.error("predict needs WEIGHTS")
+        a.batch = a.batch or 1000
+        predict(tf, a)
+
+
+if __name__ == "__main__":
+    main()

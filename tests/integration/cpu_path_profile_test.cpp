@@ -1,0 +1,84 @@
+// DEVMAP_CPU_PATH through the real binaries: a bad value stops the run
+// before any worker starts (exit 2); --profile names the kernel that ran on
+// each forced path and reports each op against the measured FP32 peak,
+// cached under XDG_CACHE_HOME.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/cpu_path.h"
+#include "tests/support/metrics.h"
+#include "tests/support/run_process.h"
+
+namespace devmap::testing {
+namespace {
+
+const std::string kConfig = std::string(DEVMAP_SOURCE_DIR) + "/configs/fashion_mnist_cnn.yaml";
+
+ProcessResult train(const TempDir& dir, const std::vector<std::string>& env, const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {DEVMAP_COORDINATOR_BIN,
+                                   "train",
+                                   kConfig,
+                                   "--metrics",
+                                   dir.path() + "/m.jsonl",
+                                   "--set",
+                                   "train.max_steps=2",
+                                   "--set",
+                                   "data.test_limit=64",
+                                   "--set",
+                                   "train.checkpoint=" + dir.path() + "/w.safetensors"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  std::vector<std::string> all_env = {"TMPDIR=" + dir.path(), "XDG_CACHE_HOME=" + dir.path() + "/cache"};
+  all_env.insert(all_env.end(), env.begin(), env.end());
+  return run_process(argv, dir.path(), all_env);
+}
+
+TEST(CpuPathCli, UnknownPathExitsTwoBeforeAnyWorker) {
+  TempDir dir;
+  const ProcessResult r = train(dir, {"DEVMAP_CPU_PATH=sse9"}, {});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.first_err_line(),
+            "DEVMAP_CPU_PATH=sse9 is not a CPU path: use auto, avx512, avx2 or baseline (this CPU supports baseline" +
+                std::string(cpu_supports(CpuPath::kAvx2) ? ", avx2" : "") +
+                (cpu_supports(CpuPath::kAvx512) ? ", avx512" : "") + ")");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/m.jsonl"));
+}
+
+class CpuPathProfile : public ::testing::TestWithParam<CpuPath> {};
+
+TEST_P(CpuPathProfile, NamesTheKernelAndTheMeasuredPeak) {
+  const std::string path = cpu_path_name(GetParam());
+  if (!cpu_supports(GetParam())) GTEST_SKIP() << "uncovered: this CPU lacks the " << path << " path";
+  TempDir dir;
+  const ProcessResult r = train(dir, {"DEVMAP_CPU_PATH=" + path}, {"--profile"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  bool conv2 = false, optimizer = false;
+  for (const std::string& line : lines_with(read_file(dir.path() + "/m.jsonl"), "profile")) {
+    const std::string op = json_field(line, "op"), kernel = json_field(line, "kernel");
+    EXPECT_GT(std::stod(json_field(line, "peak_gflop_per_s")), 0.0) << line;
+    if (op == "conv2") {
+      conv2 = true;
+      EXPECT_EQ(kernel, "winograd/" + path) << line;
+      // FLOPs are the definition's (Winograd multiplies less), and the
+      // GEMMs run on OpenBLAS's core whatever the path: no upper bound.
+      EXPECT_GT(std::stod(json_field(line, "peak_fraction")), 0.0) << line;
+    }
+    if (op == "optimizer") {
+      optimizer = true;
+      EXPECT_EQ(kernel, "momentum/" + path) << line;
+    }
+  }
+  EXPECT_TRUE(conv2 && optimizer) << "no profile line for conv2 or the optimizer";
+  EXPECT_NE(r.out.find("winograd/" + path), std::string::npos) << "the table names the kernel";
+  // The probe's result is cached per CPU and path.
+  const std::string cache = read_file(dir.path() + "/cache/devmap/fma_peak.tsv");
+  EXPECT_NE(cache.find("/" + path + "\t"), std::string::npos) << cache;
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuPath, CpuPathProfile, ::testing::ValuesIn(kCpuPaths),
+                         [](const ::testing::TestParamInfo<CpuPath>& p) { return cpu_path_name(p.param); });
+
+}  // namespace
+}  // namespace devmap::testing
