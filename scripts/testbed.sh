@@ -83,7 +83,7 @@ down() {
     rm -f "$state/$h.pid"
   done
   for ns in $(ip netns list | awk '{print $1}'); do
-    [[ "$ns" == "$name-node"* || "$ns" == "$switch_ns" ]] && ip netns del "$ns" 2>/dev/null || true
+    if [[ "$ns" == "$name-node"* || "$ns" == "$switch_ns" ]]; then ip netns del "$ns" 2>/dev/null || true; fi
   done
   rm -rf "$state"
 }
@@ -188,6 +188,6 @@ case "$cmd" in
     export DEVMAP_TESTBED_NAME=$name
     in_host node1 "${line[@]}"
     ;;
-  -h | --help | "") sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h | --help | "") sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command '$cmd' (see --help)" ;;
 esac
