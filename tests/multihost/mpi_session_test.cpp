@@ -146,5 +146,38 @@ TEST_F(MpiAcrossHosts, AllreduceIsTheRankOrderSumToTheBitAndRepeats) {
   }
 }
 
+// The test bed itself: up twice keeps the same hosts, down removes every
+// namespace and the state folder.
+TEST(Testbed, UpIsIdempotentAndDownLeavesNothing) {
+  TempDir dir;
+  const std::string name = "tb" + std::to_string(getpid());
+  const std::vector<std::string> env{"DEVMAP_TESTBED_NAME=" + name};
+  ProcessResult check = run_process({kTestbed, "check"}, dir.path(), env);
+  if (check.exit_code == 77) GTEST_SKIP() << check.first_err_line();
+  auto netns = [&] {
+    std::string mine;
+    std::istringstream list(run_process({"ip", "netns", "list"}, dir.path()).out);
+    for (std::string line; std::getline(list, line);)
+      if (line.rfind(name + "-", 0) == 0) mine += line.substr(0, line.find(' ')) + " ";
+    return mine;
+  };
+  ASSERT_EQ(run_process({kTestbed, "up", "2"}, dir.path(), env).exit_code, 0);
+  ProcessResult first = run_process({kTestbed, "status"}, dir.path(), env);
+  ASSERT_EQ(run_process({kTestbed, "up", "2"}, dir.path(), env).exit_code, 0);
+  ProcessResult second = run_process({kTestbed, "status"}, dir.path(), env);
+  EXPECT_EQ(first.exit_code, 0);
+  EXPECT_EQ(first.out, second.out);  // the same hosts, held by the same processes
+  EXPECT_TRUE(contains(first.out, "node1 10.77.0.11/24 pid ")) << first.out;
+  EXPECT_TRUE(contains(first.out, "node2 10.77.0.12/24 pid ")) << first.out;
+  EXPECT_EQ(netns().size(), (name + "-node1 ").size() * 2 + (name + "-sw ").size()) << netns();
+  ProcessResult host =
+      run_process({kTestbed, "exec", "node2", "sh", "-c", "hostname; ls -A /dev/shm | wc -l"}, dir.path(), env);
+  EXPECT_EQ(host.out, "node2\n0\n");  // its own name and an empty /dev/shm of its own
+  ASSERT_EQ(run_process({kTestbed, "down"}, dir.path(), env).exit_code, 0);
+  EXPECT_EQ(netns(), "");
+  EXPECT_FALSE(std::filesystem::exists("/run/devmap-testbed/" + name));
+  EXPECT_EQ(run_process({kTestbed, "status"}, dir.path(), env).exit_code, 1);
+}
+
 }  // namespace
 }  // namespace devmap::testing
