@@ -20,7 +20,8 @@ namespace devmap {
 inline constexpr const char* kAutoDevice = "auto";
 
 struct DeviceSpec {
-  std::string name;  // "cpu:0", "gpu:0"
+  std::string name;  // "cpu:0", "gpu:0"; "node1/cpu:0" on a host of `hosts`
+  std::string host;  // the host part of `name`; empty: this machine
   DeviceKind kind = DeviceKind::kCpu;
   int index = 0;
   int threads = 1;           // threads of this device's worker (its pool and OpenBLAS)
@@ -122,6 +123,7 @@ struct Config {
   int64_t coordinator_memory_limit = 0;  // coordinator.memory_limit in bytes; 0 = no limit
   int64_t shared_memory_limit = 0;       // coordinator.shared_memory_limit in bytes; 0 = no limit
   std::vector<DeviceSpec> devices;       // declared devices, in file order
+  std::vector<std::string> hosts;        // `hosts`, in file order; empty: this machine only
   std::string default_device;            // device_map.default, resolved (never empty)
   bool allow_soft_placement = false;     // ops on an unusable GPU move to a CPU device instead of failing
   std::vector<PlaceRule> place;          // device_map.place, in order; each matches at least one op

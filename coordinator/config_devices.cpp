@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "coordinator/config_hosts.h"
 #include "coordinator/config_keys.h"
 #include "coordinator/config_names.h"
 #include "coordinator/config_size.h"
@@ -43,10 +44,13 @@ std::vector<int> read_affinity(const YamlSource& src, const MapReader& map) {
   return cores;
 }
 
-DeviceSpec read_device(const YamlSource& src, const YAML::Node& key, const YAML::Node& value) {
+DeviceSpec read_device(const YamlSource& src, const YAML::Node& key, const YAML::Node& value,
+                       const std::vector<std::string>& hosts) {
   DeviceSpec spec;
   spec.name = key.Scalar();
-  auto parsed = parse_device_name(spec.name);
+  if (auto problem = host_problem(spec.name, hosts)) src.fail(key, "devices: " + *problem);
+  spec.host = split_host(spec.name).host;
+  auto parsed = parse_device_name(split_host(spec.name).device);
   if (!parsed) src.fail(key, "devices: " + bad_device_name_message(spec.name));
   spec.kind = parsed->kind;
   spec.index = parsed->index;
@@ -61,14 +65,15 @@ DeviceSpec read_device(const YamlSource& src, const YAML::Node& key, const YAML:
 
 }  // namespace
 
-std::vector<DeviceSpec> read_devices(const YamlSource& src, const YAML::Node& node, const YAML::Node& anchor) {
+std::vector<DeviceSpec> read_devices(const YamlSource& src, const YAML::Node& node, const YAML::Node& anchor,
+                                     const std::vector<std::string>& hosts) {
   if (!node.IsMap() || node.size() == 0)
     src.fail(anchor, std::string("devices must ") +
                          (node.IsMap() || node.IsNull() ? "declare at least one device"
                                                         : "be a mapping of device names, got " + describe_node(node)) +
                          ", e.g. devices: {cpu:0: {threads: 2}}");
   std::vector<DeviceSpec> devices;
-  for (const auto& kv : node) devices.push_back(read_device(src, kv.first, kv.second));
+  for (const auto& kv : node) devices.push_back(read_device(src, kv.first, kv.second, hosts));
   return devices;
 }
 
@@ -83,7 +88,7 @@ std::string read_declared_device(const YamlSource& src, const YAML::Node& value,
   auto name = scalar_string(value);
   if (!name) src.fail(anchor, use.what + " must be a device name such as cpu:0, got " + describe_node(value));
   if (*name == kAutoDevice) return *name;
-  if (!parse_device_name(*name)) src.fail(anchor, use.who + ": " + bad_device_name_message(*name));
+  if (!is_device_name_syntax(*name)) src.fail(anchor, use.who + ": " + bad_device_name_message(*name));
   for (const DeviceSpec& d : devices)
     if (d.name == *name) return *name;
   src.fail(anchor, use.who + " " + use.verb + " '" + *name +

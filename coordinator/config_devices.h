@@ -18,8 +18,10 @@ constexpr int kMaxCpuCores = 1024;
 
 // Reads `devices`: a non-empty mapping from device name to
 // {threads, memory_limit, affinity}, in file order. `anchor` is where to
-// point when `node` is not such a mapping.
-std::vector<DeviceSpec> read_devices(const YamlSource& src, const YAML::Node& node, const YAML::Node& anchor);
+// point when `node` is not such a mapping. A device name may carry one of
+// `hosts` ("node1/cpu:0"; see config_hosts.h).
+std::vector<DeviceSpec> read_devices(const YamlSource& src, const YAML::Node& node, const YAML::Node& anchor,
+                                     const std::vector<std::string>& hosts);
 
 // The `key` of `map` (a device's or the coordinator's memory_limit, the
 // coordinator's shared_memory_limit): a size such as 64MiB, >= 0.

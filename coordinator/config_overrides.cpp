@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "coordinator/config_hosts.h"
 #include "coordinator/config_keys.h"
 #include "coordinator/config_names.h"
 #include "coordinator/yaml_scalar.h"
@@ -52,7 +53,7 @@ class Override {
       const std::string& part = path[i];
       const bool last = i + 1 == path.size();
       if (scope == "devices") {
-        if (!parse_device_name(part)) fail(bad_device_name_message(part));
+        if (!is_device_name_syntax(part)) fail(bad_device_name_message(part));
       } else if (!contains(*valid, part)) {
         if (scope == "train.optimizer") {
           // Name the keys of the optimizer the config has, not of every type.

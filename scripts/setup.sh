@@ -6,7 +6,10 @@
 #   scripts/setup.sh            build, test, data and benchmark-peer dependencies
 #                               (python3-torch: a test checks devmap against it;
 #                               ccache: CMake uses it when present;
-#                               graphviz: coordinator plan --dot FILE.svg)
+#                               graphviz: coordinator plan --dot FILE.svg;
+#                               openmpi-bin, libopenmpi-dev: the MPI transport
+#                               and the multi-host test bed, scripts/testbed.sh;
+#                               iproute2: its namespaces and veth links)
 set -euo pipefail
 
 packages=(
@@ -17,10 +20,11 @@ packages=(
   dataset-fashion-mnist
   python3-torch python3-numpy
   graphviz
+  openmpi-bin libopenmpi-dev iproute2
 )
 for arg in "$@"; do
   case "$arg" in
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (known: --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,0 +1,128 @@
+#include "transport/mpi_session.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <vector>
+
+#include "core/error.h"
+
+namespace devmap {
+namespace {
+
+constexpr int kMaxTag = 1 << 15;               // MPI guarantees MPI_TAG_UB >= 32767
+constexpr size_t kMaxChunk = size_t{1} << 30;  // floats per MPI call (counts are int)
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw_runtime(std::string("MPI: ") + what + " failed: " + std::string(text, static_cast<size_t>(len)));
+}
+
+void check_tag(int tag) {
+  if (tag < 0 || tag >= kMaxTag)
+    throw_runtime("MPI: tag " + std::to_string(tag) + " is outside [0, " + std::to_string(kMaxTag) + ")");
+}
+
+std::string shape_of(const std::vector<int64_t>& dims) {
+  return Shape(dims).to_string();
+}
+
+}  // namespace
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized || finalized) throw_runtime("MPI: a process can hold one MpiSession, once");
+  int provided = 0;
+  check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int len = 0;
+  check(MPI_Get_processor_name(name, &len), "MPI_Get_processor_name");
+  host_.assign(name, static_cast<size_t>(len));
+}
+
+MpiSession::~MpiSession() {
+  MPI_Finalize();
+}
+
+void MpiSession::send_tensor(const TensorView& t, int dest, int tag) const {
+  check_tag(tag);
+  std::vector<int64_t> header{t.shape.rank()};
+  header.insert(header.end(), t.shape.dims().begin(), t.shape.dims().end());
+  check(MPI_Send(header.data(), static_cast<int>(header.size()), MPI_INT64_T, dest, tag, MPI_COMM_WORLD),
+        "MPI_Send (tensor shape)");
+  size_t n = static_cast<size_t>(t.numel());
+  for (size_t at = 0; at < n; at += kMaxChunk) {
+    int count = static_cast<int>(std::min(kMaxChunk, n - at));
+    check(MPI_Send(t.data + at, count, MPI_FLOAT, dest, tag, MPI_COMM_WORLD), "MPI_Send (tensor bytes)");
+  }
+}
+
+void MpiSession::recv_tensor(const TensorView& t, int source, int tag) const {
+  check_tag(tag);
+  MPI_Status status;
+  check(MPI_Probe(source, tag, MPI_COMM_WORLD, &status), "MPI_Probe (tensor shape)");
+  int words = 0;
+  MPI_Get_count(&status, MPI_INT64_T, &words);
+  std::vector<int64_t> header(static_cast<size_t>(std::max(words, 1)));
+  check(MPI_Recv(header.data(), words, MPI_INT64_T, source, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+        "MPI_Recv (tensor shape)");
+  std::vector<int64_t> dims(header.begin() + 1, header.end());
+  if (words < 1 || header[0] != static_cast<int64_t>(dims.size()) || Shape(dims) != t.shape)
+    throw_runtime("MPI: rank " + std::to_string(source) + " sent a tensor of shape " + shape_of(dims) + " (tag " +
+                  std::to_string(tag) + ") where rank " + std::to_string(rank_) + " expects " + t.shape.to_string());
+  size_t n = static_cast<size_t>(t.numel());
+  for (size_t at = 0; at < n; at += kMaxChunk) {
+    int count = static_cast<int>(std::min(kMaxChunk, n - at));
+    check(MPI_Recv(t.data + at, count, MPI_FLOAT, source, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+          "MPI_Recv (tensor bytes)");
+  }
+}
+
+void MpiSession::allreduce_sum_ordered(float* data, size_t count) const {
+  if (size_ == 1 || count == 0) return;
+  // Rank r owns elements [offset[r], offset[r] + counts[r]): it receives
+  // that slice from every rank, adds the slices in rank order, and the
+  // all-gather hands every rank every reduced slice.
+  const size_t n = static_cast<size_t>(size_);
+  if (count / n + 1 > static_cast<size_t>(INT_MAX) / n)
+    throw_runtime("MPI: allreduce of " + std::to_string(count) + " floats over " + std::to_string(size_) +
+                  " ranks is too large for one call; split it into buckets");
+  std::vector<int> counts(n), offsets(n);
+  for (size_t r = 0, at = 0; r < n; ++r) {
+    counts[r] = static_cast<int>(count / n + (r < count % n ? 1 : 0));
+    offsets[r] = static_cast<int>(at);
+    at += static_cast<size_t>(counts[r]);
+  }
+  const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(rank_)]);
+  std::vector<float> slices(mine * n);
+  std::vector<int> recv_counts(n, static_cast<int>(mine)), recv_offsets(n);
+  for (size_t r = 0; r < n; ++r) recv_offsets[r] = static_cast<int>(r * mine);
+  check(MPI_Alltoallv(data, counts.data(), offsets.data(), MPI_FLOAT, slices.data(), recv_counts.data(),
+                      recv_offsets.data(), MPI_FLOAT, MPI_COMM_WORLD),
+        "MPI_Alltoallv (allreduce_sum_ordered)");
+  float* out = data + offsets[static_cast<size_t>(rank_)];
+  for (size_t i = 0; i < mine; ++i) out[i] = slices[i];
+  for (size_t r = 1; r < n; ++r) {
+    const float* s = slices.data() + r * mine;
+    for (size_t i = 0; i < mine; ++i) out[i] += s[i];
+  }
+  check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), offsets.data(), MPI_FLOAT,
+                       MPI_COMM_WORLD),
+        "MPI_Allgatherv (allreduce_sum_ordered)");
+}
+
+void MpiSession::barrier() const {
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
+
+}  // namespace devmap

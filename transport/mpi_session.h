@@ -1,0 +1,57 @@
+// MpiSession: this process's place in an MPI job (Open MPI), and the
+// messages devmap sends between hosts through it. Built only where MPI is
+// found (DEVMAP_ENABLE_MPI; the target devmap_mpi). Inside one host,
+// tensors keep crossing processes through shared memory (shm_channel.h);
+// between hosts, every byte goes through MPI.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace devmap {
+
+class MpiSession {
+ public:
+  // Initialises MPI (MPI_THREAD_FUNNELED: only the thread that made the
+  // session calls MPI) with errors returned, not fatal. One session per
+  // process: a second one, or one after MPI was finalized, throws
+  // devmap::Error (kRuntime), as does a failing MPI_Init.
+  MpiSession(int* argc, char*** argv);
+  // Finalizes MPI. Every rank must destroy its session (MPI_Finalize is
+  // collective).
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // The host this rank runs on, as MPI names it (MPI_Get_processor_name).
+  const std::string& host() const { return host_; }
+
+  // Sends `t`'s shape, then its bytes, to rank `dest`; blocks until the
+  // buffer may be reused. Tags below 0 or at or above 2^15 are rejected.
+  void send_tensor(const TensorView& t, int dest, int tag) const;
+  // Receives a tensor sent by send_tensor from rank `source` into `t`,
+  // whose shape must equal the sender's: a different shape throws
+  // devmap::Error (kRuntime) naming both, and leaves `t`'s data untouched.
+  void recv_tensor(const TensorView& t, int source, int tag) const;
+
+  // Replaces `data[0..count)` on every rank with the element-wise sum of
+  // every rank's buffer, added in rank order: ((x0 + x1) + x2) + ... for
+  // every element, whatever the rank count, the hosts or MPI's choice of
+  // algorithm, so every rank gets the same bits and a run repeats them.
+  // Collective: every rank calls it with the same count. Moves about
+  // 2 (size-1)/size of the buffer in and out of each rank, as a
+  // reduce-scatter followed by an all-gather does.
+  void allreduce_sum_ordered(float* data, size_t count) const;
+
+  void barrier() const;
+
+ private:
+  int rank_ = 0, size_ = 1;
+  std::string host_;
+};
+
+}  // namespace devmap
