@@ -29,13 +29,14 @@ bool have_data() {
   return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
 }
 
-struct Run {
+struct TrainRun {
   ProcessResult process;
   std::vector<std::string> losses;
   std::string metrics;
 };
 
-Run train(const std::string& dir, const std::string& tag, const std::string& config, std::vector<std::string> extra) {
+TrainRun train(const std::string& dir, const std::string& tag, const std::string& config,
+               std::vector<std::string> extra) {
   const std::string sub = dir + "/" + tag;
   std::filesystem::create_directories(sub);
   std::vector<std::string> args = {DEVMAP_COORDINATOR_BIN,
@@ -49,7 +50,7 @@ Run train(const std::string& dir, const std::string& tag, const std::string& con
                                    "train.checkpoint=" + sub + "/w.safetensors"};
   args.insert(args.end(), kShort.begin(), kShort.end());
   args.insert(args.end(), extra.begin(), extra.end());
-  Run r;
+  TrainRun r;
   r.process = run_process(args, sub, {"TMPDIR=" + sub});
   r.metrics = read_file(sub + "/m.jsonl");
   for (const std::string& line : lines_with(r.metrics, "step")) r.losses.push_back(json_field(line, "loss"));
@@ -62,8 +63,8 @@ TEST(ResnetSplit, TwoWorkersGiveTheSameLossesAndWeightsAsOneToTheBit) {
   const std::vector<std::string> warmup = {"--set", "train.optimizer.schedule.warmup_steps=10"};
   std::vector<std::string> one_device = warmup;
   one_device.insert(one_device.end(), {"--set", "devices.cpu:0.threads=1"});
-  const Run one = train(dir.path(), "one", "fashion_mnist_resnet.yaml", one_device);
-  const Run two = train(dir.path(), "two", "fashion_mnist_resnet_split.yaml", warmup);
+  const TrainRun one = train(dir.path(), "one", "fashion_mnist_resnet.yaml", one_device);
+  const TrainRun two = train(dir.path(), "two", "fashion_mnist_resnet_split.yaml", warmup);
   ASSERT_EQ(one.process.exit_code, 0) << one.process.err;
   ASSERT_EQ(two.process.exit_code, 0) << two.process.err;
   ASSERT_EQ(one.losses.size(), static_cast<size_t>(kSteps)) << one.process.err;
@@ -96,7 +97,7 @@ TEST(ResnetSplit, TwoWorkersGiveTheSameLossesAndWeightsAsOneToTheBit) {
 TEST(ResnetMicroBatches, PipelinedSchedulesGiveTheLockStepBits) {
   if (!have_data()) GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
   TempDir dir;
-  std::map<std::string, Run> runs;
+  std::map<std::string, TrainRun> runs;
   for (const char* schedule : {"none", "1f1b", "gpipe"})
     runs[schedule] = train(dir.path(), schedule, "fashion_mnist_resnet_split.yaml",
                            {"--set", "train.pipeline.micro_batches=4", "--set",
@@ -122,20 +123,20 @@ TEST(ResnetMicroBatches, EachBatchNormSaysItsStatisticsAreTheMicroBatchsOrRefuse
   EXPECT_NE(plan.out.find(line), std::string::npos) << plan.out;
   EXPECT_NE(plan.out.find("batch_norm l3b2_bn2 computes its statistics"), std::string::npos) << plan.out;
 
-  const Run run = train(dir.path(), "micro", "fashion_mnist_resnet.yaml",
-                        {"--set", "train.pipeline.micro_batches=4", "--set", "train.max_steps=2"});
+  const TrainRun run = train(dir.path(), "micro", "fashion_mnist_resnet.yaml",
+                             {"--set", "train.pipeline.micro_batches=4", "--set", "train.max_steps=2"});
   ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
   EXPECT_NE(run.process.err.find("devmap: " + line), std::string::npos) << run.process.err;
   const std::vector<std::string> events = lines_with(run.metrics, "memory_plan");
   ASSERT_FALSE(events.empty());
   EXPECT_NE(events[0].find("\"micro_batch_statistics\":[\"" + line + "\""), std::string::npos) << events[0];
 
-  const Run whole = train(dir.path(), "whole", "fashion_mnist_resnet.yaml", {"--set", "train.max_steps=1"});
+  const TrainRun whole = train(dir.path(), "whole", "fashion_mnist_resnet.yaml", {"--set", "train.max_steps=1"});
   ASSERT_EQ(whole.process.exit_code, 0) << whole.process.err;
   EXPECT_EQ(whole.process.err.find("computes its statistics"), std::string::npos) << whole.process.err;
   EXPECT_NE(lines_with(whole.metrics, "memory_plan").at(0).find("\"micro_batch_statistics\":[]"), std::string::npos);
 
-  const Run refused =
+  const TrainRun refused =
       train(dir.path(), "refused", "fashion_mnist_resnet.yaml",
             {"--set", "train.pipeline.micro_batches=4", "--set", "train.micro_batch_statistics=refuse"});
   EXPECT_EQ(refused.process.exit_code, 2) << refused.process.err;
