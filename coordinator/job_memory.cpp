@@ -178,10 +178,14 @@ JobMemory plan_run_memory(const Config& config, const PlanInputs& inputs, int64_
 std::vector<std::string> micro_batch_statistics(const Graph& graph, const BatchSplit& split) {
   std::vector<std::string> lines;
   if (split.count <= 1) return lines;
+  // Uneven micro-batches (16 as 6, 5, 5) are named by their range.
+  const int64_t smallest = split.requested / split.count;
+  const std::string sizes =
+      (smallest == split.micro ? "" : std::to_string(smallest) + " to ") + std::to_string(split.micro);
   for (const Node& n : graph.nodes())
     if (n.schema->couples_samples)
-      lines.push_back(n.op() + " " + n.name + " computes its statistics over micro-batches of " +
-                      std::to_string(split.micro) + ", not the step's " + std::to_string(split.requested));
+      lines.push_back(n.op() + " " + n.name + " computes its statistics over micro-batches of " + sizes +
+                      ", not the step's " + std::to_string(split.requested));
   return lines;
 }
 

@@ -90,8 +90,9 @@ JobMemory plan_run_memory(const Config& config, const PlanInputs& inputs, int64_
                           const std::vector<int>& outputs, const StepCosts* costs = nullptr);
 
 // The micro_batch_statistics lines of a training step of split.requested
-// samples run as micro-batches of split.micro, one per op whose schema
-// couples_samples; empty when the step is not split.
+// samples run as split.count micro-batches of at most split.micro, one per
+// op whose schema couples_samples ("... over micro-batches of 5 to 6, not
+// the step's 16" when they differ); empty when the step is not split.
 std::vector<std::string> micro_batch_statistics(const Graph& graph, const BatchSplit& split);
 // memory.micro_batch_statistics as a JSON list of strings.
 std::string micro_batch_statistics_json(const JobMemory& memory);

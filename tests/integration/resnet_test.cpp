@@ -123,6 +123,16 @@ TEST(ResnetMicroBatches, EachBatchNormSaysItsStatisticsAreTheMicroBatchsOrRefuse
   EXPECT_NE(plan.out.find(line), std::string::npos) << plan.out;
   EXPECT_NE(plan.out.find("batch_norm l3b2_bn2 computes its statistics"), std::string::npos) << plan.out;
 
+  // A memory budget that splits the step says the same.
+  ProcessResult budget = run_process({DEVMAP_COORDINATOR_BIN, "plan", kConfigs + "fashion_mnist_resnet.yaml", "--set",
+                                      "train.batch_size=16", "--set", "devices.cpu:0.memory_limit=30MiB"},
+                                     dir.path(), {"TMPDIR=" + dir.path()});
+  ASSERT_EQ(budget.exit_code, 0) << budget.err;
+  const size_t at = budget.out.find("batch_norm bn1 computes its statistics over micro-batches of ");
+  ASSERT_NE(at, std::string::npos) << budget.out;
+  const std::string budget_line = budget.out.substr(at, budget.out.find('\n', at) - at);
+  EXPECT_TRUE(budget_line.ends_with(", not the step's 16")) << budget_line;
+
   const TrainRun run = train(dir.path(), "micro", "fashion_mnist_resnet.yaml",
                              {"--set", "train.pipeline.micro_batches=4", "--set", "train.max_steps=2"});
   ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
