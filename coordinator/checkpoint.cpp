@@ -21,12 +21,14 @@ namespace fs = std::filesystem;
 struct ParamRef {
   std::string name, device;
   Shape shape;
+  bool trained = true;  // false: op state (running statistics), without optimizer state
 };
 
+// Every parameter and op state, under its "op.param" name.
 std::vector<ParamRef> graph_params(const Graph& g) {
   std::vector<ParamRef> out;
   for (const Node& n : g.nodes())
-    for (const ParamSpec& p : n.params) out.push_back({n.name + "." + p.name, n.device, p.shape});
+    for (const ParamSpec& p : n.params) out.push_back({n.name + "." + p.name, n.device, p.shape, p.trained});
   return out;
 }
 
@@ -99,7 +101,7 @@ namespace {
 std::vector<ParamRef> state_tensors(const std::vector<ParamRef>& params, const OptimizerConfig& optimizer) {
   std::vector<ParamRef> slots;
   for (const ParamRef& p : params)
-    for (int k = 0; k < optimizer_state_count(optimizer.kind); ++k)
+    for (int k = 0; p.trained && k < optimizer_state_count(optimizer.kind); ++k)
       slots.push_back({p.name + ".opt" + std::to_string(k), p.device, p.shape});
   return slots;
 }

@@ -140,6 +140,8 @@ TrainConfig read_train(const YamlSource& src, const YAML::Node& node) {
   train.keep_checkpoints = map.get_int("keep_checkpoints", train.keep_checkpoints, 1, 1000);
   train.max_restarts = map.get_int("max_restarts", train.max_restarts, 0, 1000);
   train.stop_on_nonfinite = map.get_bool("stop_on_nonfinite", train.stop_on_nonfinite);
+  train.refuse_micro_batch_statistics =
+      map.get_choice("micro_batch_statistics", "allow", config_keys::kMicroBatchStatistics) == "refuse";
   if (map.has("optimizer")) train.optimizer = read_optimizer(src, map.value("optimizer"));
   if (map.has("pipeline")) {
     MapReader pipe(src, map.value("pipeline"), section("train.pipeline"), config_keys::kPipeline);

@@ -81,6 +81,11 @@ struct TrainConfig {
   // once while training goes on (false). Either way, a checkpoint whose
   // weights are not all finite is never written.
   bool stop_on_nonfinite = true;
+  // train.micro_batch_statistics: refuse makes a training step split into
+  // micro-batches (by the budget or train.pipeline) an error when an op
+  // couples the samples of its batch (OpSchema::couples_samples); allow
+  // (the default) runs it and says so.
+  bool refuse_micro_batch_statistics = false;
 };
 
 // How the coordinator tells failed workers from slow ones, and how long a

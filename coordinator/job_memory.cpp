@@ -163,9 +163,37 @@ JobMemory plan_run_memory(const Config& config, const PlanInputs& inputs, int64_
                                   PipelineRequest{config.train.pipeline, static_cast<int>(config.train.micro_batches)},
                                   config.path)
           : plan_job_memory(inputs, batch, eval_batch, config.path);
-  attach_coordinator_memory(config, *inputs.graph, inputs.program->loss_node >= 0, outputs, m);
+  const bool training = inputs.program->loss_node >= 0;
+  if (training) m.micro_batch_statistics = micro_batch_statistics(*inputs.graph, m.split);
+  if (!m.micro_batch_statistics.empty() && config.train.refuse_micro_batch_statistics)
+    throw_invalid(config.path + ": " + m.micro_batch_statistics.front() +
+                  ", and train.micro_batch_statistics is refuse: " +
+                  "raise the devices' memory_limit or lower train.batch_size so that a step runs whole, "
+                  "set train.pipeline.micro_batches to 1, or set train.micro_batch_statistics: allow");
+  attach_coordinator_memory(config, *inputs.graph, training, outputs, m);
   attach_shared_memory(config, *inputs.partition, m);
   return m;
+}
+
+std::vector<std::string> micro_batch_statistics(const Graph& graph, const BatchSplit& split) {
+  std::vector<std::string> lines;
+  if (split.count <= 1) return lines;
+  // Uneven micro-batches (16 as 6, 5, 5) are named by their range.
+  const int64_t smallest = split.requested / split.count;
+  const std::string sizes =
+      (smallest == split.micro ? "" : std::to_string(smallest) + " to ") + std::to_string(split.micro);
+  for (const Node& n : graph.nodes())
+    if (n.schema->couples_samples)
+      lines.push_back(n.op() + " " + n.name + " computes its statistics over micro-batches of " + sizes +
+                      ", not the step's " + std::to_string(split.requested));
+  return lines;
+}
+
+std::string micro_batch_statistics_json(const JobMemory& memory) {
+  std::string out = "[";
+  for (const std::string& line : memory.micro_batch_statistics)
+    out += (out.size() > 1 ? "," : "") + JsonObject::quote(line);
+  return out + "]";
 }
 
 std::vector<std::string> describe_auto_choice(const JobMemory& memory, const std::string& config_path) {

@@ -25,7 +25,11 @@ struct JobMemory {
   int64_t reserve = 0;                 // the (micro-)batch workers allocate for: split.micro
   MemoryPlan plan;                     // every device at `reserve`: what the workers allocate
   std::vector<std::string> decisions;  // one line per batch the budgets changed
-  CoordinatorMemory coordinator;       // the coordinator's own (attach_coordinator_memory)
+  // Training split into micro-batches: one line per op that couples the
+  // samples of its batch ("batch_norm bn1 computes its statistics over
+  // micro-batches of 16, not the step's 64"). Empty otherwise.
+  std::vector<std::string> micro_batch_statistics;
+  CoordinatorMemory coordinator;  // the coordinator's own (attach_coordinator_memory)
   // Pipelined jobs (train.pipeline.micro_batches > 1): rounds of up to
   // pipeline.micro_batches micro-batches, run by the schedule.
   bool rounds = false;
@@ -79,9 +83,19 @@ void attach_shared_memory(const Config& config, const Partition& partition, JobM
 // `outputs`: the ops the coordinator reads back. With micro_batches auto,
 // `costs` predict each candidate count's step time (choose_micro_batches:
 // the smallest within 5% of the best, never fewer than the budgets need);
-// it must not be null then.
+// it must not be null then. A training job split into micro-batches fills
+// micro_batch_statistics, or, with train.micro_batch_statistics refuse,
+// throws devmap::Error (kInvalidInput) naming the first such op.
 JobMemory plan_run_memory(const Config& config, const PlanInputs& inputs, int64_t batch, int64_t eval_batch,
                           const std::vector<int>& outputs, const StepCosts* costs = nullptr);
+
+// The micro_batch_statistics lines of a training step of split.requested
+// samples run as split.count micro-batches of at most split.micro, one per
+// op whose schema couples_samples ("... over micro-batches of 5 to 6, not
+// the step's 16" when they differ); empty when the step is not split.
+std::vector<std::string> micro_batch_statistics(const Graph& graph, const BatchSplit& split);
+// memory.micro_batch_statistics as a JSON list of strings.
+std::string micro_batch_statistics_json(const JobMemory& memory);
 
 // micro_batches auto, as one line: "micro_batches auto: 4 of 16 (predicted
 // step 1: 41.2 ms, 2: 33.0 ms, 4: 30.1 ms*, ...; the fewest within 5% of the

@@ -20,6 +20,7 @@ void write_memory_plan_event(const JobMemory& memory, MetricsLog& metrics) {
     devices += (devices.size() > 1 ? "," : "") + dj.str();
   }
   j.add_raw("devices", devices + "]");
+  j.add_raw("micro_batch_statistics", micro_batch_statistics_json(memory));
   j.add_raw("coordinator", coordinator_memory_json(memory.coordinator));
   if (memory.auto_choice) j.add_raw("micro_batches_auto", auto_choice_json(memory));
   j.add_raw("shared_memory", shared_memory_json(memory.shared));

@@ -10,7 +10,9 @@
 namespace devmap {
 
 // {"event":"memory_plan","batch":..,"micro_batch":..,"micro_batches":..,
-//  "devices":[{"device":..,"planned_bytes":..,"limit_bytes":..},...]}
+//  "devices":[{"device":..,"planned_bytes":..,"limit_bytes":..},...],
+//  "micro_batch_statistics":["batch_norm bn1 computes its statistics over
+//  micro-batches of 16, not the step's 64",...],...}
 void write_memory_plan_event(const JobMemory& memory, MetricsLog& metrics);
 
 // {"event":"device","device":"cpu:0","peak_bytes":..,"planned_bytes":..,

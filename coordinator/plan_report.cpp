@@ -62,6 +62,7 @@ void print_pipeline(const JobMemory& m, const Graph& graph, const Partition& par
 void print_memory_plan(const PlanReportInfo& info, const JobMemory& m, const Graph& graph, std::ostream& os) {
   os << "memory plan of " << info.config_path << " (" << info.job << "): " << batch_line(m) << "\n";
   for (const std::string& d : m.decisions) os << "  " << d << "\n";
+  for (const std::string& d : m.micro_batch_statistics) os << "  " << d << "\n";
   for (const std::string& line : describe_auto_choice(m, info.config_path)) os << "  " << line << "\n";
   for (const DeviceMemoryPlan& d : m.plan.devices) {
     os << "\n"
@@ -114,6 +115,7 @@ std::string memory_plan_json(const PlanReportInfo& info, const JobMemory& m, con
   std::string decisions = "[";
   for (const std::string& d : m.decisions) decisions += (decisions.size() > 1 ? "," : "") + JsonObject::quote(d);
   j.add_raw("decisions", decisions + "]");
+  j.add_raw("micro_batch_statistics", micro_batch_statistics_json(m));
   j.add_raw("micro_batches_auto", auto_choice_json(m));
   std::string devices = "[";
   for (const DeviceMemoryPlan& d : m.plan.devices) {

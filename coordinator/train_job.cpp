@@ -236,6 +236,7 @@ class Trainer {
     const JobMemory& memory = session.memory();
     if (first) {
       for (const std::string& d : memory.decisions) std::cerr << "devmap: memory: " << d << "\n";
+      for (const std::string& d : memory.micro_batch_statistics) std::cerr << "devmap: " << d << "\n";
       for (const std::string& line : describe_auto_choice(memory, config_.path))
         std::cerr << "devmap: " << line << "\n";
     }

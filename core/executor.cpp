@@ -65,7 +65,7 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
       p.node = i;
       p.spec = spec;
       p.value = DeviceBuffer(*memory_, spec.shape.numel(), p.name);
-      if (training) {
+      if (training && spec.trained) {
         p.grad = DeviceBuffer(*memory_, spec.shape.numel(), p.name + " gradient");
         for (int s = 0; s < optimizer_->state_count(); ++s)
           p.state.emplace_back(*memory_, spec.shape.numel(), p.name + " optimizer state");
@@ -193,8 +193,8 @@ void Executor::read_parameter(const Parameter& p, std::vector<float>& value, std
   value.resize(count);
   memory_->copy_to_host(value.data(), p.value.data(), count * sizeof(float));
   if (grad) {
-    grad->resize(count);
-    memory_->copy_to_host(grad->data(), p.grad.data(), count * sizeof(float));
+    grad->assign(count, 0.0f);  // state (not trained) has no gradient: zeros
+    if (p.spec.trained) memory_->copy_to_host(grad->data(), p.grad.data(), count * sizeof(float));
   }
 }
 
@@ -449,8 +449,10 @@ void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContex
     inputs.push_back(v);
   }
   for (int pi : node_params_[static_cast<size_t>(ins.node)]) {
-    params.push_back(params_[static_cast<size_t>(pi)].value_view());
-    d_params.push_back(params_[static_cast<size_t>(pi)].grad_view());
+    const Parameter& p = params_[static_cast<size_t>(pi)];
+    params.push_back(p.value_view());
+    // State (not trained) has no gradient: a null view.
+    d_params.push_back(p.spec.trained ? p.grad_view() : TensorView{nullptr, p.spec.shape});
   }
   for (size_t k = 0; k < ins.out.size(); ++k) {
     if (ins.out[k] >= 0) {
@@ -485,6 +487,7 @@ void Executor::apply_optimizer(int64_t step) {
   const int interval = profiling_ && timer_ ? timer_->start() : -1;
   std::vector<TensorView> state;
   for (Parameter& p : params_) {
+    if (!p.spec.trained) continue;  // state the kernels update themselves
     state.clear();
     for (DeviceBuffer& s : p.state) state.push_back(s.view(p.spec.shape));
     optimizer_->update(p.value_view(), p.grad_view(), state, step, *pool_);

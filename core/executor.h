@@ -45,8 +45,8 @@ struct Parameter {
   std::string name;
   int node = -1;
   ParamSpec spec;
-  DeviceBuffer value, grad;         // device memory
-  std::vector<DeviceBuffer> state;  // optimizer state, each shaped like value
+  DeviceBuffer value, grad;         // device memory (grad: none for state, spec.trained false)
+  std::vector<DeviceBuffer> state;  // optimizer state, each shaped like value (none for state)
   TensorView value_view() const { return value.view(spec.shape); }
   TensorView grad_view() const { return grad.view(spec.shape); }
 };
@@ -104,7 +104,8 @@ class Executor {
 
   // The scalar output of a loss or metric op after forward().
   float scalar(int node) const;
-  // Copies of a parameter's value or gradient in host memory.
+  // Copies of a parameter's value or gradient in host memory (the gradient
+  // of state, ParamSpec::trained false, reads as zeros).
   void read_parameter(const Parameter& p, std::vector<float>& value, std::vector<float>* grad = nullptr) const;
   DeviceMemory& memory() { return *memory_; }
   // Times every instruction from now on (--profile). Kernels and gradient

@@ -97,7 +97,8 @@ std::vector<int> Graph::find_all_role(OpRole role) const {
 int64_t Graph::param_count() const {
   int64_t n = 0;
   for (const Node& node : nodes_)
-    for (const ParamSpec& p : node.params) n += p.shape.numel();
+    for (const ParamSpec& p : node.params)
+      if (p.trained) n += p.shape.numel();
   return n;
 }
 

@@ -55,7 +55,7 @@ class Graph {
   std::vector<int> find_all_role(OpRole role) const;
 
   // Totals for a batch.
-  int64_t param_count() const;
+  int64_t param_count() const;  // trained parameters (not op state such as running statistics)
   double forward_flops(int64_t batch) const;
   double training_flops(int64_t batch) const;  // forward + backward of every op
 

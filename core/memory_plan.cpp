@@ -89,7 +89,7 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch) {
       for (const ParamSpec& spec : g.node(i).params) {
         uint64_t b = float_bytes(spec.shape.numel());
         op(i).params += b;
-        if (plan.training) {
+        if (plan.training && spec.trained) {
           op(i).grads += b;
           op(i).optimizer_state += b * static_cast<uint64_t>(in.optimizer_states);
         }

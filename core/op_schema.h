@@ -27,6 +27,11 @@ struct ParamSpec {
   Shape shape;       // PyTorch layouts: conv OIHW, dense [out, in]
   int64_t fan_in = 1;
   ParamInit init = ParamInit::kUniformFanIn;
+  // false: state the op's kernels update themselves (batch_norm's running
+  // statistics), saved and loaded with the parameters under its name, but
+  // never given a gradient or optimizer state. Listed after the trained
+  // parameters; a kernel's backward gets null gradient views for them.
+  bool trained = true;
 };
 
 // Where an op sits in a job.
@@ -70,6 +75,13 @@ struct OpSchema {
   // Input 1 must be the labels op with as many classes as input 0 has
   // elements (softmax_cross_entropy, accuracy); the config checks it.
   bool second_input_is_labels = false;
+
+  // Capabilities. couples_samples: each sample's output depends on the other
+  // samples of the batch it is given (batch_norm's batch statistics when
+  // training), so micro-batches change what it computes. has_state: some of
+  // its ParamSpecs are not trained (ParamSpec::trained).
+  bool couples_samples = false;
+  bool has_state = false;
 
   // The device kinds with a kernel for this op (fed ops: those whose workers
   // feed it). Each kernel factory's supports() agrees with it (tested), and

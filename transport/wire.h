@@ -60,7 +60,7 @@ struct Hello {
 static_assert(sizeof(Hello) == 32 && std::is_trivially_copyable_v<Hello>);
 
 struct Ready {
-  uint64_t param_count;   // parameters this worker owns
+  uint64_t param_count;   // trained parameters this worker owns
   uint64_t buffer_bytes;  // bytes of tensors and workspace it allocated
   char runtime[96];       // the worker's compute libraries, e.g. "OpenBLAS 0.3.21 ... Zen", NUL-terminated
 };

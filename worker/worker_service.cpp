@@ -172,7 +172,8 @@ class Worker {
   wire::Ready ready(const WorkerRuntime& rt) const {
     wire::Ready r{};
     wire::copy_name(r.runtime, rt.describe ? rt.describe() : rt.device_kind);
-    for (const Parameter& p : exec_->parameters()) r.param_count += static_cast<uint64_t>(p.spec.shape.numel());
+    for (const Parameter& p : exec_->parameters())
+      if (p.spec.trained) r.param_count += static_cast<uint64_t>(p.spec.shape.numel());
     return r;
   }
 
@@ -284,6 +285,7 @@ class Worker {
       std::vector<float> value, grad;
       for (size_t i = 0; i < params.size(); ++i) {
         const Parameter& p = params[i];
+        if (!p.spec.trained) continue;  // op state: not updated by the optimizer
         int64_t n = p.spec.shape.numel();
         exec_->read_parameter(p, value, &grad);
         wire::ParamStat st{};

@@ -15,9 +15,9 @@ const std::map<std::string, OpSchema>& registry() {
           ops::relu_schema, ops::dropout_schema, ops::dense_schema, ops::flatten_schema, ops::reshape_schema,
           ops::softmax_cross_entropy_schema, ops::accuracy_schema, ops::argmax_schema,
           // Alphabetical from here on.
-          ops::avg_pool2d_schema, ops::concat_schema, ops::gelu_schema, ops::global_avg_pool_schema,
-          ops::layer_norm_schema, ops::leaky_relu_schema, ops::mse_loss_schema, ops::sigmoid_schema,
-          ops::softmax_schema, ops::tanh_schema}) {
+          ops::avg_pool2d_schema, ops::batch_norm_schema, ops::concat_schema, ops::gelu_schema,
+          ops::global_avg_pool_schema, ops::layer_norm_schema, ops::leaky_relu_schema, ops::mse_loss_schema,
+          ops::sigmoid_schema, ops::softmax_schema, ops::tanh_schema}) {
       OpSchema s = make();
       std::string name = s.name;
       t.emplace(std::move(name), std::move(s));

@@ -7,6 +7,7 @@ namespace devmap::ops {
 
 OpSchema add_schema();
 OpSchema avg_pool2d_schema();
+OpSchema batch_norm_schema();
 OpSchema concat_schema();
 OpSchema global_avg_pool_schema();
 OpSchema input_schema();

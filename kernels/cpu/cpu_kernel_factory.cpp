@@ -7,6 +7,7 @@
 #include "kernels/cpu/activations.h"
 #include "kernels/cpu/add.h"
 #include "kernels/cpu/avg_pool2d.h"
+#include "kernels/cpu/batch_norm.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/concat.h"
 #include "kernels/cpu/conv2d.h"
@@ -47,6 +48,7 @@ const std::map<std::string, Maker>& table() {
       {"softmax_cross_entropy", make<cpu::SoftmaxCrossEntropyKernel>},
       // Alphabetical from here on.
       {"avg_pool2d", make<cpu::AvgPool2dKernel>},
+      {"batch_norm", make<cpu::BatchNormKernel>},
       {"concat", make<cpu::ConcatKernel>},
       {"gelu", make<cpu::GeluKernel>},
       {"global_avg_pool", make<cpu::GlobalAvgPoolKernel>},

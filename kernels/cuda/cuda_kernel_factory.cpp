@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "kernels/cuda/activations.h"
 #include "kernels/cuda/avg_pool2d.h"
+#include "kernels/cuda/batch_norm.h"
 #include "kernels/cuda/concat.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/dense.h"
@@ -44,6 +45,7 @@ const std::map<std::string, Maker>& table() {
       {"softmax_cross_entropy", make<SoftmaxCrossEntropyKernel>},
       // Alphabetical from here on.
       {"avg_pool2d", make<AvgPool2dKernel>},
+      {"batch_norm", make<BatchNormKernel>},
       {"concat", make<ConcatKernel>},
       {"gelu", make<ActivationKernel>},
       {"global_avg_pool", make<GlobalAvgPoolKernel>},

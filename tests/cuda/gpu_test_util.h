@@ -130,7 +130,9 @@ class GpuMirror {
     }
     for (size_t i = 0; i < params_.size(); ++i) {
       par.push_back(view(params_[i], h_.node.params[i].shape));
-      d_par.push_back(view(d_params_[i], h_.node.params[i].shape));
+      TensorView d = view(d_params_[i], h_.node.params[i].shape);
+      if (!h_.node.params[i].trained) d.data = nullptr;  // state: no gradient
+      d_par.push_back(d);
     }
     TensorView y = view(output_, h_.output_shape());
     if (!h_.pass_output_to_backward) y.data = nullptr;
@@ -142,6 +144,7 @@ class GpuMirror {
   std::vector<float> output() const { return output_.download(); }
   std::vector<float> d_input(size_t i) const { return d_inputs_[i].download(); }
   std::vector<float> d_param(size_t i) const { return d_params_[i].download(); }
+  std::vector<float> param(size_t i) const { return params_[i].download(); }  // state the kernel updates
   OpKernel& kernel() { return *kernel_; }
 
  private:

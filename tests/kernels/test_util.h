@@ -127,7 +127,9 @@ class OpHarness {
     }
     for (int i = 0; i < static_cast<int>(params.size()); ++i) {
       par.push_back(param(i));
-      d_par.push_back(d_params[static_cast<size_t>(i)].view(node.params[static_cast<size_t>(i)].shape));
+      TensorView d = d_params[static_cast<size_t>(i)].view(node.params[static_cast<size_t>(i)].shape);
+      if (!node.params[static_cast<size_t>(i)].trained) d.data = nullptr;  // state: no gradient
+      d_par.push_back(d);
     }
     TensorView y = out();
     if (!pass_output_to_backward) y.data = nullptr;
@@ -153,7 +155,7 @@ struct NamedGradCheck {
 };
 
 // Checks every gradient the op's backward produces (inputs with
-// want_input_grad, all params) for the loss L = sum(r * y), r random with
+// want_input_grad, all trained params) for the loss L = sum(r * y), r random with
 // `seed`, at the harness's current inputs and params. With flip_sign the
 // analytic gradients are negated before the comparison (a deliberately
 // wrong backward, which the check must reject).
@@ -182,6 +184,7 @@ inline std::vector<NamedGradCheck> check_op_gradients(OpHarness& h, uint64_t see
     results.push_back({"input " + std::to_string(i), check_gradient(span_of(h.inputs[i]), g, loss, options)});
   }
   for (size_t i = 0; i < h.params.size(); ++i) {
+    if (!h.node.params[i].trained) continue;  // state (running statistics): no gradient
     const std::vector<float> g = analytic(h.d_params[i]);
     results.push_back({"param " + h.node.params[i].name, check_gradient(span_of(h.params[i]), g, loss, options)});
   }

@@ -1,0 +1,29 @@
+// batch_norm on the CPU: input [N, C] or [N, C, H, W]; params weight [C],
+// bias [C], then the state running_mean [C], running_var [C] and
+// num_batches_tracked [] (core/ops/batch_norm.cpp).
+#pragma once
+
+#include "core/kernel.h"
+
+namespace devmap::cpu {
+
+// Forward, per channel c over its M = N x H x W values (in double, sample
+// then position order):
+//   training: mean and biased variance var of the batch; y = (x - mean) /
+//     sqrt(var + eps) * weight + bias; then the state is updated once
+//     (running_mean += momentum (mean - running_mean) in PyTorch's form
+//     (1 - momentum) r + momentum v, running_var from the unbiased variance
+//     var M / (M - 1), num_batches_tracked + 1). Throws devmap::Error when
+//     M < 2, as PyTorch does.
+//   evaluating: the same with running_mean and running_var; no update.
+// Backward (training only) recomputes the batch statistics from the input:
+//   dx = rstd weight (dy - mean(dy) - xhat mean(dy xhat))
+//   dweight = sum of dy xhat, dbias = sum of dy (overwritten, or added to
+//   when accumulating micro-batches); the state gets no gradient.
+class BatchNormKernel final : public OpKernel {
+ public:
+  void forward(const ForwardArgs& args) override;
+  void backward(const BackwardArgs& args) override;
+};
+
+}  // namespace devmap::cpu

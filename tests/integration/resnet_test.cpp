@@ -1,0 +1,158 @@
+// configs/fashion_mnist_resnet*.yaml end to end, kept short for CI (a
+// batch of 16, 800 training images, 50 steps): the split ResNet trains to
+// the same losses as on one device, to the bit, and writes the same
+// weights file (parameters and batch_norm state); micro-batches of a step
+// are named once per batch_norm in the plan, the run log and the
+// memory_plan event, and train.micro_batch_statistics refuse makes them
+// an error (exit 2); pipelined schedules give the lock-step bits.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "core/safetensors.h"
+#include "tests/support/metrics.h"
+#include "tests/support/run_process.h"
+
+namespace devmap::testing {
+namespace {
+
+constexpr int kSteps = 50;
+const std::string kConfigs = std::string(DEVMAP_SOURCE_DIR) + "/configs/";
+const std::vector<std::string> kShort = {
+    "--set", "train.batch_size=16",      "--set", "data.train_limit=800",
+    "--set", "data.test_limit=64",       "--set", "train.epochs=1",
+    "--set", "train.eval_batch_size=64", "--set", "train.optimizer.schedule.warmup_steps=0"};
+
+bool have_data() {
+  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+}
+
+struct TrainRun {
+  ProcessResult process;
+  std::vector<std::string> losses;
+  std::string metrics;
+};
+
+TrainRun train(const std::string& dir, const std::string& tag, const std::string& config,
+               std::vector<std::string> extra) {
+  const std::string sub = dir + "/" + tag;
+  std::filesystem::create_directories(sub);
+  std::vector<std::string> args = {DEVMAP_COORDINATOR_BIN,
+                                   "train",
+                                   kConfigs + config,
+                                   "--metrics",
+                                   sub + "/m.jsonl",
+                                   "--log-every",
+                                   "1",
+                                   "--set",
+                                   "train.checkpoint=" + sub + "/w.safetensors"};
+  args.insert(args.end(), kShort.begin(), kShort.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  TrainRun r;
+  r.process = run_process(args, sub, {"TMPDIR=" + sub});
+  r.metrics = read_file(sub + "/m.jsonl");
+  for (const std::string& line : lines_with(r.metrics, "step")) r.losses.push_back(json_field(line, "loss"));
+  return r;
+}
+
+TEST(ResnetSplit, TwoWorkersGiveTheSameLossesAndWeightsAsOneToTheBit) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
+  TempDir dir;
+  const std::vector<std::string> warmup = {"--set", "train.optimizer.schedule.warmup_steps=10"};
+  std::vector<std::string> one_device = warmup;
+  one_device.insert(one_device.end(), {"--set", "devices.cpu:0.threads=1"});
+  const TrainRun one = train(dir.path(), "one", "fashion_mnist_resnet.yaml", one_device);
+  const TrainRun two = train(dir.path(), "two", "fashion_mnist_resnet_split.yaml", warmup);
+  ASSERT_EQ(one.process.exit_code, 0) << one.process.err;
+  ASSERT_EQ(two.process.exit_code, 0) << two.process.err;
+  ASSERT_EQ(one.losses.size(), static_cast<size_t>(kSteps)) << one.process.err;
+  EXPECT_EQ(one.losses, two.losses);
+  // The weights files hold the same tensors (running statistics and batch
+  // counts included) with the same bytes.
+  const std::string a = read_file(dir.path() + "/one/w.safetensors"), b = read_file(dir.path() + "/two/w.safetensors");
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "the weights files differ";
+  const SafetensorsLayout layout = read_safetensors_layout(dir.path() + "/one/w.safetensors");
+  for (const char* name : {"bn1.weight", "bn1.running_mean", "bn1.running_var", "bn1.num_batches_tracked",
+                           "l3b2_bn2.running_var", "l2b1_downbn.num_batches_tracked"})
+    EXPECT_NE(layout.find(name), nullptr) << name;
+  // The training state has optimizer state for trained parameters only.
+  const SafetensorsLayout state = read_safetensors_layout(dir.path() + "/one/w.state.safetensors");
+  EXPECT_NE(state.find("bn1.weight.opt0"), nullptr);
+  EXPECT_EQ(state.find("bn1.running_mean.opt0"), nullptr);
+  // It learns: the last 5 losses below the first 5.
+  double first = 0, last = 0;
+  for (int i = 0; i < 5; ++i) {
+    first += std::stod(one.losses[static_cast<size_t>(i)]);
+    last += std::stod(one.losses[static_cast<size_t>(kSteps - 1 - i)]);
+  }
+  EXPECT_LT(last, first);
+}
+
+// Pipelined schedules keep each micro-batch's statistics its own and update
+// the running statistics in micro-batch order: 1f1b and gpipe give the
+// lock-step run's losses and weights file to the bit.
+TEST(ResnetMicroBatches, PipelinedSchedulesGiveTheLockStepBits) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
+  TempDir dir;
+  std::map<std::string, TrainRun> runs;
+  for (const char* schedule : {"none", "1f1b", "gpipe"})
+    runs[schedule] = train(dir.path(), schedule, "fashion_mnist_resnet_split.yaml",
+                           {"--set", "train.pipeline.micro_batches=4", "--set",
+                            std::string("train.pipeline.schedule=") + schedule, "--set", "train.max_steps=6"});
+  const std::string lock_step = read_file(dir.path() + "/none/w.safetensors");
+  ASSERT_FALSE(lock_step.empty()) << runs["none"].process.err;
+  for (const auto& [schedule, run] : runs) {
+    ASSERT_EQ(run.process.exit_code, 0) << schedule << ": " << run.process.err;
+    EXPECT_EQ(run.losses.size(), 6u) << schedule;
+    EXPECT_EQ(run.losses, runs["none"].losses) << schedule;
+    EXPECT_TRUE(read_file(dir.path() + "/" + schedule + "/w.safetensors") == lock_step) << schedule;
+  }
+}
+
+TEST(ResnetMicroBatches, EachBatchNormSaysItsStatisticsAreTheMicroBatchsOrRefuses) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
+  TempDir dir;
+  const std::string line = "batch_norm bn1 computes its statistics over micro-batches of 4, not the step's 16";
+  ProcessResult plan = run_process({DEVMAP_COORDINATOR_BIN, "plan", kConfigs + "fashion_mnist_resnet.yaml", "--set",
+                                    "train.batch_size=16", "--set", "train.pipeline.micro_batches=4"},
+                                   dir.path(), {"TMPDIR=" + dir.path()});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find(line), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("batch_norm l3b2_bn2 computes its statistics"), std::string::npos) << plan.out;
+
+  // A memory budget that splits the step says the same.
+  ProcessResult budget = run_process({DEVMAP_COORDINATOR_BIN, "plan", kConfigs + "fashion_mnist_resnet.yaml", "--set",
+                                      "train.batch_size=16", "--set", "devices.cpu:0.memory_limit=30MiB"},
+                                     dir.path(), {"TMPDIR=" + dir.path()});
+  ASSERT_EQ(budget.exit_code, 0) << budget.err;
+  const size_t at = budget.out.find("batch_norm bn1 computes its statistics over micro-batches of ");
+  ASSERT_NE(at, std::string::npos) << budget.out;
+  const std::string budget_line = budget.out.substr(at, budget.out.find('\n', at) - at);
+  EXPECT_TRUE(budget_line.ends_with(", not the step's 16")) << budget_line;
+
+  const TrainRun run = train(dir.path(), "micro", "fashion_mnist_resnet.yaml",
+                             {"--set", "train.pipeline.micro_batches=4", "--set", "train.max_steps=2"});
+  ASSERT_EQ(run.process.exit_code, 0) << run.process.err;
+  EXPECT_NE(run.process.err.find("devmap: " + line), std::string::npos) << run.process.err;
+  const std::vector<std::string> events = lines_with(run.metrics, "memory_plan");
+  ASSERT_FALSE(events.empty());
+  EXPECT_NE(events[0].find("\"micro_batch_statistics\":[\"" + line + "\""), std::string::npos) << events[0];
+
+  const TrainRun whole = train(dir.path(), "whole", "fashion_mnist_resnet.yaml", {"--set", "train.max_steps=1"});
+  ASSERT_EQ(whole.process.exit_code, 0) << whole.process.err;
+  EXPECT_EQ(whole.process.err.find("computes its statistics"), std::string::npos) << whole.process.err;
+  EXPECT_NE(lines_with(whole.metrics, "memory_plan").at(0).find("\"micro_batch_statistics\":[]"), std::string::npos);
+
+  const TrainRun refused =
+      train(dir.path(), "refused", "fashion_mnist_resnet.yaml",
+            {"--set", "train.pipeline.micro_batches=4", "--set", "train.micro_batch_statistics=refuse"});
+  EXPECT_EQ(refused.process.exit_code, 2) << refused.process.err;
+  EXPECT_NE(refused.process.err.find(line + ", and train.micro_batch_statistics is refuse"), std::string::npos)
+      << refused.process.err;
+}
+
+}  // namespace
+}  // namespace devmap::testing
