@@ -6,6 +6,7 @@
 
 #include "coordinator/calibration_cache.h"
 #include "coordinator/config_placement.h"
+#include "coordinator/gpu_placement.h"
 #include "coordinator/json_writer.h"
 #include "coordinator/predict_job.h"
 #include "coordinator/step_costs.h"
@@ -80,30 +81,47 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
   // Devices, their rates and the links between them: measured where the
   // calibration cache has them.
   const CalibrationCache cache = CalibrationCache::load(calibration_path(options));
+  // A device whose worker cannot run here (a GPU without a usable GPU)
+  // gets no op the user did not pin there.
   std::map<std::string, std::string> keys;
+  std::vector<const DeviceSpec*> usable;
   for (const DeviceSpec& d : config.devices) {
-    PlannerDevice p;
-    p.name = d.name;
-    p.host_memory = d.kind != DeviceKind::kGpu;
-    p.memory_limit = static_cast<uint64_t>(d.memory_limit);
-    p.threads = d.threads;
-    const bool gpu = d.kind == DeviceKind::kGpu;
-    p.rates.flops_per_s = gpu ? kGpuFlops : kCpuFlopsPerThread * d.threads;
-    p.rates.bytes_per_s = gpu ? kGpuBytesPerSecond : kCpuBytesPerSecond;
+    std::string unusable;
     try {
       keys[d.name] = device_key(config, options, d.name);
-      if (auto rate = cache.rate(keys[d.name])) p.rates.flops_per_s = *rate;
-    } catch (const Error&) {
-      // No worker for this device here: the estimate stands.
+      if (d.kind == DeviceKind::kGpu)
+        if (const GpuProbe probe = probe_gpu_device(options, d.name); !probe.usable)
+          unusable = probe.text.substr(0, probe.text.find('\n'));
+    } catch (const Error& e) {
+      unusable = e.what();
     }
-    r.devices.push_back(p);
+    bool pinned = false;
+    for (const std::string& pin : r.pins) pinned = pinned || pin == d.name;
+    if (!unusable.empty() && !pinned) {
+      std::cerr << "devmap: auto placement leaves out " << d.name << ": " << unusable << "\n";
+      continue;
+    }
+    usable.push_back(&d);
   }
   const std::string machine = key_hash(machine_key_text());
-  r.links.assign(config.devices.size(), std::vector<LinkCost>(config.devices.size()));
-  for (size_t a = 0; a < config.devices.size(); ++a)
-    for (size_t b = 0; b < config.devices.size(); ++b) {
+  for (const DeviceSpec* d : usable) {
+    const bool gpu = d->kind == DeviceKind::kGpu;
+    PlannerDevice p;
+    p.name = d->name;
+    p.host_memory = !gpu;
+    p.memory_limit = static_cast<uint64_t>(d->memory_limit);
+    p.threads = d->threads;
+    p.rates.flops_per_s = gpu ? kGpuFlops : kCpuFlopsPerThread * d->threads;
+    p.rates.bytes_per_s = gpu ? kGpuBytesPerSecond : kCpuBytesPerSecond;
+    if (auto k = keys.find(d->name); k != keys.end())
+      if (auto rate = cache.rate(k->second)) p.rates.flops_per_s = *rate;
+    r.devices.push_back(p);
+  }
+  r.links.assign(usable.size(), std::vector<LinkCost>(usable.size()));
+  for (size_t a = 0; a < usable.size(); ++a)
+    for (size_t b = 0; b < usable.size(); ++b) {
       if (a == b) continue;
-      const bool gpu = config.devices[a].kind == DeviceKind::kGpu || config.devices[b].kind == DeviceKind::kGpu;
+      const bool gpu = usable[a]->kind == DeviceKind::kGpu || usable[b]->kind == DeviceKind::kGpu;
       r.links[a][b] = gpu ? kAssumedPcie : cache.link(machine, "cpu", "cpu").value_or(kAssumedHandoff);
     }
   CalibratedOpTimes measured(graph, cache, keys);

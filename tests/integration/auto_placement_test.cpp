@@ -101,5 +101,16 @@ TEST_F(AutoPlacement, BudgetsNoPlacementMeetsExitTwoWithWhatWouldFit) {
   EXPECT_NE(q.out.find("of 48.00 MiB\n"), std::string::npos) << q.out;
 }
 
+TEST_F(AutoPlacement, AGpuThatCannotRunHereGetsNoOp) {
+  const ProcessResult p =
+      coordinator({"plan", std::string(DEVMAP_SOURCE_DIR) + "/configs/fashion_mnist_cnn_gpu_split.yaml", "--set",
+                   "device_map.default=auto", "--set", "model.ops.features.device=auto"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  if (p.err.find("devmap: auto placement leaves out gpu:0: no usable GPU") == std::string::npos)
+    GTEST_SKIP() << "this machine has a usable GPU: " << p.out.substr(0, p.out.find('\n'));
+  EXPECT_NE(p.out.find("cpu:0 conv1..acc"), std::string::npos) << p.out;
+  EXPECT_EQ(p.out.find("gpu:0: busy"), std::string::npos) << p.out;
+}
+
 }  // namespace
 }  // namespace devmap::testing
