@@ -12,7 +12,8 @@
 #
 # Host nodeI has its own network namespace (eth0 at 10.77.0.(10+I)/24 and lo),
 # UTS namespace (host name nodeI) and mount namespace (a private tmpfs on
-# /dev/shm and /tmp, its own sysfs, and an /etc/hosts naming every host). Each
+# /dev/shm and /tmp, the repository at its path even under /tmp, its own
+# sysfs, and an /etc/hosts naming every host). Each
 # eth0 is one end of a veth pair whose other end (hI) sits on a bridge in a
 # switch namespace, so the hosts reach each other only through the veth links
 # and nothing touches the machine's own network. A host's namespaces are held
@@ -118,15 +119,19 @@ up() {
     ip -n "$name-$h" link set eth0 up
     ip -n "$name-$h" link set lo up
     # ip netns exec gives the host a mount namespace with its own sysfs;
-    # unshare adds its host name, /dev/shm, /tmp and /etc/hosts.
+    # unshare adds its host name, /dev/shm, /tmp and /etc/hosts. A
+    # repository under /tmp (a CI clone) stays visible at its path: every
+    # host runs the same scripts and binaries.
     ip netns exec "$name-$h" unshare --uts --mount --propagation private sh -c '
       set -e
       hostname "$1"
       mount -t tmpfs -o mode=1777,size=256m tmpfs /dev/shm
+      case "$3" in /tmp/*) mkdir -p "$2/repo.$1" && mount --bind "$3" "$2/repo.$1" ;; esac
       mount -t tmpfs -o mode=1777,size=256m tmpfs /tmp
+      case "$3" in /tmp/*) mkdir -p "$3" && mount --bind "$2/repo.$1" "$3" ;; esac
       mount --bind "$2/hosts" /etc/hosts
       echo $$ > "$2/$1.pid.new"
-      exec sleep infinity' sh "$h" "$state" </dev/null >/dev/null 2>&1 &
+      exec sleep infinity' sh "$h" "$state" "$root" </dev/null >/dev/null 2>&1 &
     for _ in $(seq 100); do
       [[ -s "$state/$h.pid.new" ]] && break
       sleep 0.05
