@@ -6,7 +6,6 @@
 
 #include "coordinator/calibration_cache.h"
 #include "coordinator/config_placement.h"
-#include "coordinator/gpu_placement.h"
 #include "coordinator/json_writer.h"
 #include "coordinator/predict_job.h"
 #include "coordinator/step_costs.h"
@@ -87,14 +86,7 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
   std::vector<const DeviceSpec*> usable;
   for (const DeviceSpec& d : config.devices) {
     std::string unusable;
-    try {
-      keys[d.name] = device_key(config, options, d.name);
-      if (d.kind == DeviceKind::kGpu)
-        if (const GpuProbe probe = probe_gpu_device(options, d.name); !probe.usable)
-          unusable = probe.text.substr(0, probe.text.find('\n'));
-    } catch (const Error& e) {
-      unusable = e.what();
-    }
+    if (auto key = usable_device_key(config, options, d.name, unusable)) keys[d.name] = *key;
     bool pinned = false;
     for (const std::string& pin : r.pins) pinned = pinned || pin == d.name;
     if (!unusable.empty() && !pinned) {

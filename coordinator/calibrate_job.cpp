@@ -130,13 +130,13 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
   const std::string optimizer = optimizer_kind_name(config.train.optimizer.kind);
   int64_t written = 0;
   for (const DeviceSpec& d : config.devices) {
-    std::string key;
-    try {
-      key = device_key(config, options, d.name);
-    } catch (const Error& e) {
-      log << "calibrate: " << d.name << ": skipped: " << e.what() << "\n";
+    std::string why;
+    const std::optional<std::string> usable = usable_device_key(config, options, d.name, why);
+    if (!usable) {
+      log << "calibrate: " << d.name << ": skipped: " << why << "\n";
       continue;
     }
+    const std::string& key = *usable;
     for (int64_t batch : batches) {
       bool cached = !cal.force && cache.optimizer(key, optimizer).has_value();
       for (int i = 0; i < config.graph.size() && cached; ++i)

@@ -7,6 +7,7 @@
 #include <map>
 #include <thread>
 
+#include "coordinator/gpu_placement.h"
 #include "coordinator/program_output.h"
 #include "coordinator/session.h"
 #include "core/error.h"
@@ -109,6 +110,23 @@ RunPrediction predict_run_step(const Config& config, const RunOptions& options, 
                        .seconds;
   p.estimated.assign(costs.estimated->begin(), costs.estimated->end());
   return p;
+}
+
+std::optional<std::string> usable_device_key(const Config& config, const RunOptions& options, const std::string& device,
+                                             std::string& why) {
+  try {
+    std::string key = device_key(config, options, device);
+    const DeviceSpec* d = config.find_device(device);
+    if (d && d->kind == DeviceKind::kGpu)
+      if (const GpuProbe probe = probe_gpu_device(options, device); !probe.usable) {
+        why = probe.text.substr(0, probe.text.find('\n'));
+        return std::nullopt;
+      }
+    return key;
+  } catch (const Error& e) {
+    why = e.what();
+    return std::nullopt;
+  }
 }
 
 PlanCosts plan_costs(const Config& config, const RunOptions& options, const Graph& graph) {

@@ -30,6 +30,12 @@ std::string machine_key_text();
 // the worker program is missing or cannot describe itself.
 std::string device_key(const Config& config, const RunOptions& options, const std::string& device);
 
+// device_key() when the device's worker can run here (for a GPU,
+// `worker_gpu --probe` finds a usable one); otherwise nullopt, with the
+// reason in `why`.
+std::optional<std::string> usable_device_key(const Config& config, const RunOptions& options, const std::string& device,
+                                             std::string& why);
+
 struct PlanCosts {
   StepCosts costs;
   std::string cache_path;
