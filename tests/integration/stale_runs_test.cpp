@@ -50,7 +50,11 @@ TEST(StaleRuns, ASegmentIsRemovedOnlyOnceItsOwnerIsGone) {
     EXPECT_FALSE(shm_exists(dead)) << "the dead owner's segment must go";
     EXPECT_TRUE(shm_exists(live)) << "a live owner's segment must stay";
     EXPECT_FALSE(std::filesystem::exists(dir)) << "the dead owner's socket directory must go";
-    EXPECT_EQ(removed.size(), 2u);
+    // The socket directory, and the dead segment unless a run of a test
+    // beside this one swept it first (every run sweeps at its start): the
+    // checks above hold either way.
+    EXPECT_GE(removed.size(), 1u);
+    EXPECT_LE(removed.size(), 2u);
   }  // the live segment's owner (this test) removes it here
   EXPECT_FALSE(shm_exists(live));
 }
