@@ -17,16 +17,10 @@
 namespace devmap {
 namespace {
 
-constexpr double kCpuFlopsPerThread = 10e9;  // the planner's guesses where nothing was measured
-constexpr double kCpuBytesPerSecond = 10e9;
-constexpr double kGpuFlops = 10e12;
+constexpr double kCpuBytesPerSecond = 10e9;  // memory bandwidth guesses where nothing was measured
 constexpr double kGpuBytesPerSecond = 1e12;
-constexpr LinkCost kAssumedPcie{10e-6, 12e9};    // pinned host <-> GPU copies: not calibrated yet
-constexpr LinkCost kAssumedHandoff{30e-6, 5e9};  // a CPU handoff before `coordinator calibrate`
-
-bool is_data(const Node& n) {
-  return n.schema->role == OpRole::kImageInput || n.schema->role == OpRole::kLabelInput;
-}
+constexpr LinkCost kAssumedPcie{10e-6, 12e9};  // pinned host <-> GPU copies: not calibrated yet
+constexpr LinkCost kAssumedHandoff{kEstimatedHandoffLatency, kEstimatedHandoffBytesPerSecond};
 
 // Op times from the calibration cache, by each device's cache key.
 class CalibratedOpTimes : public OpTimes {
@@ -76,7 +70,7 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
   r.graph = &graph;
   r.training = training;
   if (!training) r.outputs.push_back(prediction_node(graph, config.path));
-  for (const Node& n : graph.nodes()) r.pins.push_back(is_data(n) || n.device == kAutoDevice ? "" : n.device);
+  for (const Node& n : graph.nodes()) r.pins.push_back(is_fed(n) || n.device == kAutoDevice ? "" : n.device);
   // Devices, their rates and the links between them: measured where the
   // calibration cache has them.
   const CalibrationCache cache = CalibrationCache::load(calibration_path(options));
@@ -103,7 +97,7 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
     p.host_memory = !gpu;
     p.memory_limit = static_cast<uint64_t>(d->memory_limit);
     p.threads = d->threads;
-    p.rates.flops_per_s = gpu ? kGpuFlops : kCpuFlopsPerThread * d->threads;
+    p.rates.flops_per_s = gpu ? kEstimatedGpuFlops : kEstimatedCpuFlopsPerThread * d->threads;
     p.rates.bytes_per_s = gpu ? kGpuBytesPerSecond : kCpuBytesPerSecond;
     if (auto k = keys.find(d->name); k != keys.end())
       if (auto rate = cache.rate(k->second)) p.rates.flops_per_s = *rate;

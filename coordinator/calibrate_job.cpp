@@ -34,16 +34,12 @@ std::string fixed1(double v) {
   return buf;
 }
 
-bool is_data(const Node& n) {
-  return n.schema->role == OpRole::kImageInput || n.schema->role == OpRole::kLabelInput;
-}
-
 // The config with every op on `device`, its memory_limit lifted, training
 // `steps` lock-step steps of `batch`.
 Config single_device(const Config& config, const std::string& device, int64_t batch, int64_t steps) {
   Config c = config;
   for (int i = 0; i < c.graph.size(); ++i)
-    if (!is_data(c.graph.node(i))) c.graph.node(i).device = device;
+    if (!is_fed(c.graph.node(i))) c.graph.node(i).device = device;
   for (DeviceSpec& d : c.devices)
     if (d.name == device) d.memory_limit = 0;
   c.train.batch_size = batch;
@@ -140,13 +136,13 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
     for (int64_t batch : batches) {
       bool cached = !cal.force && cache.optimizer(key, optimizer).has_value();
       for (int i = 0; i < config.graph.size() && cached; ++i)
-        if (!is_data(config.graph.node(i)) && !cache.op(key, op_signature(config.graph, i), batch)) cached = false;
+        if (!is_fed(config.graph.node(i)) && !cache.op(key, op_signature(config.graph, i), batch)) cached = false;
       if (cached) continue;
       const auto t0 = Clock::now();
       const Config c = single_device(config, d.name, batch, cal.warmup + cal.repeats);
       const RunTimes t = measure(c, quiet, data, batch, cal.warmup, cal.repeats);
       for (int i = 0; i < c.graph.size(); ++i) {
-        if (is_data(c.graph.node(i))) continue;
+        if (is_fed(c.graph.node(i))) continue;
         const auto f = t.forward.find(i), b = t.backward.find(i);
         cache.put_op(key, op_signature(c.graph, i), batch,
                      OpSeconds{f == t.forward.end() ? 0.0 : median_of(f->second),
@@ -202,7 +198,7 @@ int run_calibrate(const Config& config, const RunOptions& options, const Calibra
     for (int64_t batch : batches) {
       double forward = 0, backward = 0;
       for (int i = 0; i < config.graph.size(); ++i)
-        if (!is_data(config.graph.node(i)))
+        if (!is_fed(config.graph.node(i)))
           if (auto s = cache.op(key, op_signature(config.graph, i), batch)) {
             forward += s->forward;
             backward += s->backward;

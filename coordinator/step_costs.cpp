@@ -19,11 +19,7 @@
 namespace devmap {
 namespace {
 
-constexpr double kCpuFlopsPerThread = 10e9;
-constexpr double kGpuFlops = 10e12;
 constexpr double kOpOverhead = 20e-6;
-constexpr double kHandoffLatency = 30e-6;
-constexpr double kHandoffBytesPerSecond = 5e9;
 constexpr double kUpdateSecondsPerParameter = 1e-9;
 
 std::string cpu_model() {
@@ -151,7 +147,8 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
       if (auto s = calibrated_op_seconds(*cache, k->second, op_signature(*g, node), batch)) return *s;
     estimated->insert(n.name + " on " + device);
     const DeviceSpec* d = cfg->find_device(device);
-    double rate = d && d->kind == DeviceKind::kGpu ? kGpuFlops : kCpuFlopsPerThread * (d ? d->threads : 1);
+    double rate =
+        d && d->kind == DeviceKind::kGpu ? kEstimatedGpuFlops : kEstimatedCpuFlopsPerThread * (d ? d->threads : 1);
     if (auto k = keys->find(device); k != keys->end())
       if (auto measured = cache->rate(k->second)) rate = *measured;
     return OpSeconds{kOpOverhead + n.forward_flops(batch) / rate,
@@ -164,7 +161,7 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
       if (auto link = cache->link(machine, kind_name(a->kind), kind_name(b->kind)))
         return link->seconds(static_cast<uint64_t>(bytes));
     estimated->insert("handoffs " + from + " -> " + to);
-    return kHandoffLatency + static_cast<double>(bytes) / kHandoffBytesPerSecond;
+    return kEstimatedHandoffLatency + static_cast<double>(bytes) / kEstimatedHandoffBytesPerSecond;
   };
   const std::string optimizer = optimizer_kind_name(config.train.optimizer.kind);
   pc.costs.optimizer = [=](const std::string& device) {

@@ -30,6 +30,18 @@ std::string machine_key_text();
 // the worker program is missing or cannot describe itself.
 std::string device_key(const Config& config, const RunOptions& options, const std::string& device);
 
+// The analytical estimate where nothing was measured (also the planner's
+// device rates and links before a calibration).
+constexpr double kEstimatedCpuFlopsPerThread = 10e9;
+constexpr double kEstimatedGpuFlops = 10e12;
+constexpr double kEstimatedHandoffLatency = 30e-6;
+constexpr double kEstimatedHandoffBytesPerSecond = 5e9;
+
+// A fed op (input, labels): the coordinator writes it, no device runs it.
+inline bool is_fed(const Node& n) {
+  return n.schema->role == OpRole::kImageInput || n.schema->role == OpRole::kLabelInput;
+}
+
 // device_key() when the device's worker can run here (for a GPU,
 // `worker_gpu --probe` finds a usable one); otherwise nullopt, with the
 // reason in `why`.
