@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "coordinator/dataset.h"
@@ -128,10 +129,11 @@ class BatchFeeder {
   // every worker runs as its share of the pipeline schedule. Training: each
   // step of `batch_size` samples is a round of ceil(size / micro)
   // micro-batches (as even as split_evenly makes them). Otherwise: rounds of
-  // up to `round` batches of `batch_size` samples. The input segment holds
-  // two rounds (2 x round slots): the next round is written while the
-  // workers run this one. Calls on_done per step (training) or per batch,
-  // as run() does; same stop and return rules.
+  // up to `round` batches of `batch_size` samples, two rounds in flight.
+  // The input segment holds two rounds (2 x round slots): the next round is
+  // written while the workers run this one. Calls on_done per step
+  // (training) or per batch, in order, as run() does; same stop and return
+  // rules (a stop collects the rounds in flight first).
   template <typename Source, typename OnDone>
   bool run_rounds(Source&& source, int64_t batch_size, int64_t micro, int round, int64_t first_step, uint32_t flags,
                   int64_t max_batches, OnDone on_done) {
@@ -146,7 +148,7 @@ class BatchFeeder {
     const int64_t rounds = train ? batches : (batches + round - 1) / round;
     struct Round {
       int64_t first = 0;           // its samples start at first in the source
-      wire::Step step{};           // but for the slot
+      wire::Step step{};           // its slot set when it is sent
       std::vector<int64_t> sizes;  // its micro-batches (training) or batches
     };
     auto round_of = [&](int64_t r) {
@@ -178,23 +180,22 @@ class BatchFeeder {
       }
       feed_done(t0, rd.step);
     };
-    Round next = round_of(0);
-    fill_round(next, 0);
-    for (int64_t r = 0; r < rounds; ++r) {
-      if (interrupted()) return false;
-      const Round rd = next;
-      const uint32_t base = static_cast<uint32_t>((r % 2) * round);
-      wire::Step s = rd.step;
-      s.slot = base;
-      group_.send(s);
-      if (r + 1 < rounds) {
-        next = round_of(r + 1);
-        fill_round(next, static_cast<uint32_t>(((r + 1) % 2) * round));
-      }
+    // Round r's slots (input and output) start at (r % 2) x round. Training
+    // collects each round before sending the next (a step needs the update
+    // of the one before it). Otherwise two rounds are in flight, so a
+    // device starts round r + 1 while later devices finish round r; round
+    // r + 1's slots are refilled once round r - 1 is collected.
+    const size_t depth = train ? 1 : 2;
+    auto base_of = [&](int64_t r) { return static_cast<uint32_t>((r % 2) * round); };
+    std::deque<Round> flight;  // sent, not collected, oldest first
+    auto collect_oldest = [&] {
+      const Round rd = std::move(flight.front());
+      flight.pop_front();
+      const uint32_t base = rd.step.slot;
       StepResult res = group_.collect();
       if (train) {
-        on_done(r, s.batch_total, res, base);
-        continue;
+        on_done(rd.step.step - first_step, rd.step.batch_total, res, base);
+        return;
       }
       for (size_t k = 0; k < rd.sizes.size(); ++k) {
         StepResult one;
@@ -202,9 +203,27 @@ class BatchFeeder {
           one.loss = res.micro[k].loss;
           one.metric = res.micro[k].metric;
         }
-        on_done(r * round + static_cast<int64_t>(k), rd.sizes[k], one, base + static_cast<uint32_t>(k));
+        on_done(rd.step.step * round + static_cast<int64_t>(k), rd.sizes[k], one, base + static_cast<uint32_t>(k));
       }
+    };
+    Round next = round_of(0);
+    fill_round(next, base_of(0));
+    for (int64_t r = 0; r < rounds; ++r) {
+      if (interrupted()) {
+        while (!flight.empty()) collect_oldest();
+        return false;
+      }
+      next.step.slot = base_of(r);
+      group_.send(next.step);
+      flight.push_back(std::move(next));
+      if (r + 1 < rounds) {
+        if (flight.size() > 1) collect_oldest();  // round r - 1: its slots are round r + 1's
+        next = round_of(r + 1);
+        fill_round(next, base_of(r + 1));
+      }
+      if (flight.size() >= depth) collect_oldest();
     }
+    while (!flight.empty()) collect_oldest();
     return true;
   }
 

@@ -35,7 +35,7 @@ struct WorkerGroup::Worker {
   bool connected = false;
   bool ready = false;
   Clock::time_point phase_since;  // start-up: spawned, or sent its PLAN
-  bool result_pending = false;
+  size_t steps_unanswered = 0;    // steps sent that it has not answered yet
   // The step or request in flight: since when, and how long it may take.
   bool busy = false;
   Clock::time_point busy_since;
@@ -236,63 +236,87 @@ void WorkerGroup::send(const wire::Step& traced_or_not) {
   if (trace_ && trace_->sent(step)) step.flags |= wire::kTrace;
   const bool training = (step.flags & wire::kTrain) != 0;
   const double planned = policy_.planned_seconds ? policy_.planned_seconds(step.batch, training) : 0;
-  const double expected = slowness_ > 0 ? planned * slowness_ : planned;
+  InFlight f;
+  f.step = step;
+  f.expected_seconds = slowness_ > 0 ? planned * slowness_ : planned;
+  f.answered.assign(workers_.size(), false);
+  f.pending = workers_.size();
   for (auto& w : workers_) {
     send_to(*w, wire::frame(wire::MsgType::kStep, step), "step " + std::to_string(step.step + 1));
-    w->result_pending = true;
-    mark_pending(*w, expected);
+    // A worker still on an earlier step starts its clock when it answers that one.
+    if (w->steps_unanswered++ == 0) mark_pending(*w, f.expected_seconds);
   }
-  pending_ = step;
-  pending_sent_ = Clock::now();
+  f.sent = Clock::now();
+  in_flight_.push_back(std::move(f));
+}
+
+WorkerGroup::InFlight* WorkerGroup::oldest_unanswered(size_t worker) {
+  for (InFlight& f : in_flight_)
+    if (!f.answered[worker]) return &f;
+  return nullptr;
+}
+
+void WorkerGroup::take_step_done(size_t index, const wire::Message& message) {
+  Worker& w = *workers_[index];
+  InFlight* f = message.type == wire::MsgType::kStepDone ? oldest_unanswered(index) : nullptr;
+  if (!f) fail_worker(w, std::string("sent an unexpected ") + wire::msg_type_name(message.type));
+  wire::StepReport report;
+  try {
+    report = wire::decode_step_done(message);
+  } catch (const Error& e) {
+    fail_worker(w, std::string("sent a malformed STEP_DONE: ") + e.what());
+  }
+  const wire::StepDone& done = report.done;
+  // A worker answers its steps in the order they were sent.
+  if (done.step != f->step.step)
+    fail_worker(w, "answered step " + std::to_string(done.step) + " instead of " + std::to_string(f->step.step));
+  if (done.trace_bytes > 0 && !(trace_ && (f->step.flags & wire::kTrace)))
+    fail_worker(w, "sent trace events that were not asked for");
+  if (done.trace_bytes > 0) trace_->add_worker(w.device(), f->step, std::move(report.trace));
+  f->answered[index] = true;
+  --f->pending;
+  w.busy = false;
+  if (--w.steps_unanswered > 0) mark_pending(w, oldest_unanswered(index)->expected_seconds);
+  if (policy_.planned_seconds) {
+    double planned = policy_.planned_seconds(f->step.batch, (f->step.flags & wire::kTrain) != 0);
+    if (planned > 0) slowness_ = std::max(slowness_, done.compute_seconds / planned);
+  }
+  StepResult& result = f->result;
+  result.loss += done.loss;
+  result.metric += done.metric;
+  result.compute_seconds = std::max(result.compute_seconds, done.compute_seconds);
+  busy_.add_work(w.device(), done.compute_seconds, done.wait_seconds);
+  result.param_stats.insert(result.param_stats.end(), report.param_stats.begin(), report.param_stats.end());
+  if (result.micro.size() < report.micro.size()) result.micro.resize(report.micro.size());
+  for (size_t i = 0; i < report.micro.size(); ++i) {
+    result.micro[i].loss += report.micro[i].loss;
+    result.micro[i].metric += report.micro[i].metric;
+  }
 }
 
 StepResult WorkerGroup::collect() {
+  if (in_flight_.empty()) throw_runtime("internal: collect() with no step in flight");
   const int64_t wait_from = trace_ ? trace_now_ns() : 0;
-  StepResult result;
-  size_t pending = workers_.size();
-  while (pending > 0) {
+  while (in_flight_.front().pending > 0) {
+    const wire::Step& step = in_flight_.front().step;
     // Numbered from 1, as the progress bar and the metrics count.
-    PeerMessage m = await(((pending_.flags & wire::kTrain) ? "step " : "batch ") + std::to_string(pending_.step + 1));
-    Worker& w = by_peer(m.peer);
-    if (m.message.type != wire::MsgType::kStepDone || !w.result_pending)
-      fail_worker(w, std::string("sent an unexpected ") + wire::msg_type_name(m.message.type));
-    wire::StepReport report;
-    try {
-      report = wire::decode_step_done(m.message);
-    } catch (const Error& e) {
-      fail_worker(w, std::string("sent a malformed STEP_DONE: ") + e.what());
-    }
-    const wire::StepDone& done = report.done;
-    if (done.step != pending_.step)
-      fail_worker(w, "answered step " + std::to_string(done.step) + " instead of " + std::to_string(pending_.step));
-    if (done.trace_bytes > 0 && !(trace_ && (pending_.flags & wire::kTrace)))
-      fail_worker(w, "sent trace events that were not asked for");
-    if (done.trace_bytes > 0) trace_->add_worker(w.device(), pending_, std::move(report.trace));
-    w.result_pending = false;
-    w.busy = false;
-    if (policy_.planned_seconds) {
-      double planned = policy_.planned_seconds(pending_.batch, (pending_.flags & wire::kTrain) != 0);
-      if (planned > 0) slowness_ = std::max(slowness_, done.compute_seconds / planned);
-    }
-    --pending;
-    result.loss += done.loss;
-    result.metric += done.metric;
-    result.compute_seconds = std::max(result.compute_seconds, done.compute_seconds);
-    busy_.add_work(w.device(), done.compute_seconds, done.wait_seconds);
-    result.param_stats.insert(result.param_stats.end(), report.param_stats.begin(), report.param_stats.end());
-    if (result.micro.size() < report.micro.size()) result.micro.resize(report.micro.size());
-    for (size_t i = 0; i < report.micro.size(); ++i) {
-      result.micro[i].loss += report.micro[i].loss;
-      result.micro[i].metric += report.micro[i].metric;
-    }
+    PeerMessage m = await(((step.flags & wire::kTrain) ? "step " : "batch ") + std::to_string(step.step + 1));
+    take_step_done(index_of(m.peer), m.message);
   }
-  busy_.add_step(std::chrono::duration<double>(Clock::now() - pending_sent_).count());
-  if (trace_ && (pending_.flags & wire::kTrace)) trace_->add_coordinator("wait", wait_from, trace_now_ns(), pending_);
-  return result;
+  InFlight f = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  // Run time counts once where steps overlap: from this step's send or the
+  // previous collect, whichever is later.
+  const Clock::time_point now = Clock::now();
+  busy_.add_step(std::chrono::duration<double>(now - std::max(f.sent, last_collected_)).count());
+  last_collected_ = now;
+  if (trace_ && (f.step.flags & wire::kTrace)) trace_->add_coordinator("wait", wait_from, trace_now_ns(), f.step);
+  return std::move(f.result);
 }
 
 void WorkerGroup::request(const std::map<std::string, std::string>& frame_by_device, wire::MsgType reply,
                           const std::string& what, double expected_seconds) {
+  if (!in_flight_.empty()) throw_runtime("internal: " + what + " while steps are in flight");
   for (const auto& [device, frame] : frame_by_device) {
     send_to(by_peer(device), frame, what);
     mark_pending(by_peer(device), expected_seconds);

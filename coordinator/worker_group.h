@@ -18,6 +18,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -90,9 +91,14 @@ class WorkerGroup {
   void start(std::chrono::milliseconds timeout);
   const std::vector<WorkerInfo>& workers() const { return info_; }
 
-  // Sends `step` to every worker; collect() waits for all their results.
+  // Sends `step` to every worker. Several steps may be in flight (a
+  // prediction's rounds overlap, so a device starts the next round while
+  // later devices finish this one); each worker answers its steps in the
+  // order they were sent. collect() waits for every result of the oldest
+  // step in flight and returns it.
   void send(const wire::Step& step);
   StepResult collect();
+  size_t steps_in_flight() const { return in_flight_.size(); }
   // Each device's busy time over the steps collected so far.
   const DeviceBusy& busy() const { return busy_; }
   // Records the steps `trace` covers (--trace): send() asks the workers for
@@ -120,13 +126,26 @@ class WorkerGroup {
   [[noreturn]] void fail_worker(Worker& w, const std::string& reason);
   size_t index_of(const std::string& peer) const;  // throws for an unknown peer
   Worker& by_peer(const std::string& peer);
+  // A step sent and not yet collected.
+  struct InFlight {
+    wire::Step step{};
+    std::chrono::steady_clock::time_point sent;
+    double expected_seconds = 0;  // how long a worker's share should take
+    std::vector<bool> answered;   // by worker index
+    size_t pending = 0;           // workers yet to answer
+    StepResult result;            // what the answers so far add up to
+  };
+  InFlight* oldest_unanswered(size_t worker);  // null: it has answered every step sent
+  // Adds worker `index`'s STEP_DONE to the step it answers; fails the
+  // worker for anything else.
+  void take_step_done(size_t index, const wire::Message& message);
 
   RunResources& run_;
   FaultPolicy policy_;
   std::function<bool()> abort_;
-  double slowness_ = 0;   // the largest measured / planned time of a step so far (0: none measured)
-  wire::Step pending_{};  // the step in flight (step -1: none yet)
-  std::chrono::steady_clock::time_point pending_sent_;
+  double slowness_ = 0;             // the largest measured / planned time of a step so far (0: none measured)
+  std::deque<InFlight> in_flight_;  // oldest first
+  std::chrono::steady_clock::time_point last_collected_;  // when collect() last returned
   DeviceBusy busy_;
   TraceLog* trace_ = nullptr;
   zmq::context_t ctx_;
