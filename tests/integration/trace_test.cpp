@@ -418,6 +418,40 @@ TEST_F(TraceTest, TraceStepsLimitsTheTrainingStepsAndTheEvaluationAfterThem) {
   EXPECT_EQ(phases, (std::set<std::string>{"train8", "evaluation"}));
 }
 
+// A pipelined prediction keeps two rounds in flight: the first device
+// starts round N+1 while the last one still works on round N.
+TEST_F(TraceTest, PipelinedPredictionRoundsOverlapAcrossDevices) {
+  train(dir_, "weights", {"--set", "train.max_steps=2"});
+  const std::string weights = dir_.path() + "/weights/fashion_mnist_cnn_split.safetensors";
+  ASSERT_TRUE(std::filesystem::exists(weights));
+  const std::string trace = dir_.path() + "/predict.json";
+  ProcessResult r = run_process(
+      {DEVMAP_COORDINATOR_BIN, "predict", kConfigs + "fashion_mnist_cnn_split.yaml", "--weights", weights, "--input",
+       "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz", "--output", dir_.path() + "/p.csv", "--batch",
+       "400", "--metrics", dir_.path() + "/p.jsonl", "--trace", trace, "--set", "train.pipeline.micro_batches=4"},
+      dir_.path(), {"TMPDIR=" + dir_.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Trace t = read_trace(trace);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  expect_nested(t);
+  int first = 0, last = 0;  // cpu:0 holds the convolutions, cpu:1 the logits
+  for (const auto& [pid, name] : t.process) {
+    if (name == "cpu:0") first = pid;
+    if (name == "cpu:1") last = pid;
+  }
+  ASSERT_TRUE(first > 0 && last > 0);
+  std::map<int64_t, Slice> first_rounds, last_rounds;
+  for (const Slice& s : t.slices)
+    if (s.cat == "step" && s.phase == "prediction" && (s.pid == first || s.pid == last))
+      (s.pid == first ? first_rounds : last_rounds)[s.step] = s;
+  ASSERT_EQ(first_rounds.size(), 25u);  // 10000 images: rounds of 400 as 4 batches of 100
+  ASSERT_EQ(last_rounds.size(), 25u);
+  int overlapping = 0;
+  for (const auto& [step, s] : first_rounds)
+    if (last_rounds.count(step - 1) && s.ts < last_rounds.at(step - 1).end()) ++overlapping;
+  EXPECT_GE(overlapping, 1) << "no round started on cpu:0 before cpu:1 finished the round before it";
+}
+
 TEST_F(TraceTest, TraceStepsNeedsTraceAndAnOrderedRange) {
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--trace-steps", "5:3", "--trace", dir_.path() + "/t.json"},
