@@ -99,10 +99,16 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
     p.threads = d->threads;
     p.rates.flops_per_s = gpu ? kEstimatedGpuFlops : kEstimatedCpuFlopsPerThread * d->threads;
     p.rates.bytes_per_s = gpu ? kGpuBytesPerSecond : kCpuBytesPerSecond;
-    if (auto k = keys.find(d->name); k != keys.end())
+    if (auto k = keys.find(d->name); k != keys.end()) {
       if (auto rate = cache.rate(k->second)) p.rates.flops_per_s = *rate;
+      if (auto update = cache.optimizer(k->second, optimizer_kind_name(config.train.optimizer.kind)))
+        p.update_seconds_per_param = *update;
+      if (auto overhead = cache.step_overhead(k->second)) p.step_overhead_s = *overhead;
+    }
     r.devices.push_back(p);
   }
+  if (const std::optional<std::string> ck = contention_key(config, options))
+    r.contention = cache.contention(*ck).value_or(0);
   r.links.assign(usable.size(), std::vector<LinkCost>(usable.size()));
   for (size_t a = 0; a < usable.size(); ++a)
     for (size_t b = 0; b < usable.size(); ++b) {

@@ -1,10 +1,14 @@
 #include "coordinator/calibrate_job.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <thread>
 
 #include "coordinator/batch_feeder.h"
 #include "coordinator/calibration_cache.h"
@@ -53,6 +57,10 @@ Config single_device(const Config& config, const std::string& device, int64_t ba
 struct RunTimes {
   std::map<int, std::vector<double>> forward, backward;
   std::vector<double> update;
+  // Per measured step: the coordinator's time from one result to the next
+  // less the worker's ops and update (the STEP round trip, the input, the
+  // loss and what else a step does besides its ops).
+  std::vector<double> overhead;
 };
 
 RunTimes measure(const Config& c, const RunOptions& options, const Dataset& data, int64_t batch, int warmup,
@@ -67,25 +75,114 @@ RunTimes measure(const Config& c, const RunOptions& options, const Dataset& data
   BatchFeeder feeder(group, session.input(), session.layout(), image, label);
   const std::vector<int64_t> order = epoch_order(data.count, c.train.seed, 1, false);
   const int64_t steps = warmup + repeats;
+  std::map<int64_t, double> interval;  // by 1-based step, as the trace numbers them
+  Clock::time_point last = Clock::now();
   if (!feeder.run(OrderedSamples{data, order}, batch, batch, 0, wire::kTrain, steps,
-                  [](int64_t, int64_t, const StepResult&, uint32_t) {}))
+                  [&](int64_t step, int64_t, const StepResult&, uint32_t) {
+                    const Clock::time_point now = Clock::now();
+                    interval[step + 1] = std::chrono::duration<double>(now - last).count();
+                    last = now;
+                  }))
     throw_runtime("calibration interrupted");
   group.shutdown();
   RunTimes t;
   // Per step, an op's forward (backward, with the sums of its output's
   // gradient) slices add up; then the median over the steps.
   std::map<std::pair<int64_t, int>, double> fwd, bwd;
-  std::map<int64_t, double> upd;
+  std::map<int64_t, double> upd, work;
   trace.for_each_training_event([&](const std::string&, int64_t step, const TraceEvent& e) {
     const double s = static_cast<double>(e.end_ns - e.start_ns) * 1e-9;
     if (e.kind == TraceKind::kForward) fwd[{step, e.id}] += s;
     if (e.kind == TraceKind::kBackward || e.kind == TraceKind::kSumGrads) bwd[{step, e.id}] += s;
     if (e.kind == TraceKind::kOptimizer) upd[step] += s;
+    if (e.kind == TraceKind::kForward || e.kind == TraceKind::kBackward || e.kind == TraceKind::kSumGrads ||
+        e.kind == TraceKind::kOptimizer)
+      work[step] += s;
   });
   for (const auto& [k, s] : fwd) t.forward[k.second].push_back(s);
   for (const auto& [k, s] : bwd) t.backward[k.second].push_back(s);
   for (const auto& [k, s] : upd) t.update.push_back(s);
+  for (const auto& [step, s] : work)
+    if (auto it = interval.find(step); it != interval.end()) t.overhead.push_back(std::max(0.0, it->second - s));
   return t;
+}
+
+// Another device's worker training its own copy of the model, pass after
+// pass over `data`, until stop(): the load the other CPU devices put on the
+// host while one is measured. The session is made on the caller's thread;
+// only the feeding runs on its own.
+class BackgroundLoad {
+ public:
+  BackgroundLoad(Config c, const RunOptions& options, const Dataset& data, int64_t batch)
+      : config_(std::move(c)), session_(config_, options, config_.graph, /*training=*/true, {}, batch, 0) {
+    session_.start();
+    const int image = config_.graph.find_role(OpRole::kImageInput);
+    const int label = config_.graph.find_role(OpRole::kLabelInput);
+    order_ = epoch_order(data.count, config_.train.seed, 1, false);
+    thread_ = std::thread([this, &data, batch, image, label] {
+      try {
+        BatchFeeder feeder(session_.workers(), session_.input(), session_.layout(), image, label);
+        for (int64_t first = 0; !stop_; first += data.count / batch)
+          if (!feeder.run(OrderedSamples{data, order_}, batch, batch, first, wire::kTrain, -1,
+                          [](int64_t, int64_t, const StepResult&, uint32_t) {}))
+            break;
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+    });
+  }
+  ~BackgroundLoad() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  // Ends the load after its pass in flight; rethrows what stopped it early.
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (error_) std::rethrow_exception(error_);
+    session_.workers().shutdown();
+  }
+
+ private:
+  Config config_;
+  Session session_;
+  std::vector<int64_t> order_;
+  std::atomic<bool> stop_{false};
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+// Seconds of the model's forward and backward ops in a measurement: the
+// sum of each op's median.
+double model_seconds(const RunTimes& t) {
+  double seconds = 0;
+  for (const auto& [node, v] : t.forward) seconds += median_of(v);
+  for (const auto& [node, v] : t.backward) seconds += median_of(v);
+  return seconds;
+}
+
+constexpr int kContentionRepeats = 10;  // at least: a ratio of two noisy times
+
+// How much the CPU devices slow each other down: the first one's model at
+// `batch` measured alone, then while every other CPU device trains its own
+// copy; the factor c of ScheduleRequest::contention, from
+// together / alone = 1 + c x (devices - 1).
+double measure_contention(const Config& config, const RunOptions& options, const Dataset& data,
+                          const std::vector<const DeviceSpec*>& cpus, int64_t batch, const CalibrateOptions& cal) {
+  const int repeats = std::max(cal.repeats, kContentionRepeats);
+  const int64_t steps = cal.warmup + repeats;
+  const std::string& first = cpus.front()->name;
+  const double alone =
+      model_seconds(measure(single_device(config, first, batch, steps), options, data, batch, cal.warmup, repeats));
+  std::vector<std::unique_ptr<BackgroundLoad>> others;
+  for (size_t i = 1; i < cpus.size(); ++i)
+    others.push_back(
+        std::make_unique<BackgroundLoad>(single_device(config, cpus[i]->name, batch, 0), options, data, batch));
+  const double together =
+      model_seconds(measure(single_device(config, first, batch, steps), options, data, batch, cal.warmup, repeats));
+  for (auto& o : others) o->stop();
+  if (alone <= 0) return 0;
+  return std::max(0.0, (together / alone - 1) / static_cast<double>(cpus.size() - 1));
 }
 
 LinkCost measure_link() {
@@ -119,7 +216,8 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
   if (image < 0 || config.graph.find_role(OpRole::kLabelInput) < 0)
     throw_invalid(config.path + ": calibration trains the model, so it needs an input and a labels op");
   const Dataset data = load_dataset("train", config.data.train_images, config.data.train_labels,
-                                    largest * (cal.warmup + cal.repeats), config.graph.node(image).out_shape);
+                                    largest * (cal.warmup + std::max(cal.repeats, kContentionRepeats)),
+                                    config.graph.node(image).out_shape);
   RunOptions quiet = options;
   quiet.profile = false;
   quiet.trace_path.clear();
@@ -150,11 +248,13 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
         ++written;
       }
       // The device's rate over the whole model, for ops it has no time of.
-      double seconds = 0;
-      for (const auto& [node, v] : t.forward) seconds += median_of(v);
-      for (const auto& [node, v] : t.backward) seconds += median_of(v);
+      const double seconds = model_seconds(t);
       if (batch == largest && seconds > 0) {
         cache.put_rate(key, c.graph.training_flops(batch) / seconds);
+        ++written;
+      }
+      if (batch == largest && !t.overhead.empty()) {
+        cache.put_step_overhead(key, median_of(t.overhead));
         ++written;
       }
       const int64_t params = c.graph.param_count();
@@ -166,6 +266,21 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
           << batch << ": " << cal.repeats << " steps measured in "
           << fixed1(std::chrono::duration<double>(Clock::now() - t0).count()) << " s\n";
     }
+  }
+  std::vector<const DeviceSpec*> cpus;
+  for (const DeviceSpec& d : config.devices) {
+    std::string why;
+    if (d.kind != DeviceKind::kGpu && usable_device_key(config, options, d.name, why)) cpus.push_back(&d);
+  }
+  if (const std::optional<std::string> ck = contention_key(config, options);
+      ck && (cal.force || !cache.contention(*ck))) {
+    const double c = measure_contention(config, quiet, data, cpus, largest, cal);
+    cache.put_contention(*ck, c);
+    ++written;
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.0f%%", c * 100);
+    log << "calibrate: " << cpus.size() << " CPU devices computing at once: each op takes " << pct
+        << " longer per other device busy\n";
   }
   const std::string machine = key_hash(machine_key_text());
   if (cal.force || !cache.link(machine, "cpu", "cpu")) {

@@ -8,7 +8,13 @@
 //    (calibration measures speed, not fit), `warmup` + `repeats` lock-step
 //    training steps in the real worker process with the device's threads;
 //    an op's time is the median of its traced slices over the repeats;
-//  - the optimizer update per parameter on each device (the same steps);
+//  - the optimizer update per parameter on each device (the same steps),
+//    and what a step costs besides its ops and update (the coordinator's
+//    step time less the worker's ops and update);
+//  - with two or more CPU devices, how much they slow each other down
+//    while they compute at once (they share the host's cores, caches and
+//    memory): the first one's model measured alone and while every other
+//    trains its own copy (ScheduleRequest::contention);
 //  - handoffs between two CPU processes through a slot ring, fitted as
 //    latency + bytes / bandwidth from 4 KiB and 4 MiB tensors.
 // What the cache already holds for this machine and build is kept unless

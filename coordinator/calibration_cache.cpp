@@ -109,6 +109,10 @@ CalibrationCache CalibrationCache::load(const std::string& path) {
       cache.optimizers_[{f[1], f[2]}] = number(f[3], where);
     } else if (f[0] == "rate" && f.size() == 3) {
       cache.rates_[f[1]] = number(f[2], where);
+    } else if (f[0] == "step" && f.size() == 3) {
+      cache.step_overhead_[f[1]] = number(f[2], where);
+    } else if (f[0] == "contention" && f.size() == 3) {
+      cache.contention_[f[1]] = number(f[2], where);
     } else if (f[0] == "link" && f.size() == 5) {
       cache.links_[{f[1], f[2]}] = LinkCost{number(f[3], where), number(f[4], where)};
     } else {
@@ -127,6 +131,8 @@ void CalibrationCache::save(const std::string& path) const {
   for (const auto& [key, s] : optimizers_)
     out << "optimizer\t" << key.first << "\t" << key.second << "\t" << format_seconds(s) << "\n";
   for (const auto& [key, r] : rates_) out << "rate\t" << key << "\t" << format_seconds(r) << "\n";
+  for (const auto& [key, o] : step_overhead_) out << "step\t" << key << "\t" << format_seconds(o) << "\n";
+  for (const auto& [key, c] : contention_) out << "contention\t" << key << "\t" << format_seconds(c) << "\n";
   for (const auto& [key, c] : links_)
     out << "link\t" << key.first << "\t" << key.second << "\t" << format_seconds(c.latency_s) << "\t"
         << format_seconds(c.bytes_per_s) << "\n";
@@ -174,6 +180,26 @@ std::optional<double> CalibrationCache::rate(const std::string& device_key) cons
 
 void CalibrationCache::put_rate(const std::string& device_key, double flops_per_s) {
   rates_[device_key] = flops_per_s;
+}
+
+std::optional<double> CalibrationCache::step_overhead(const std::string& device_key) const {
+  auto it = step_overhead_.find(device_key);
+  if (it == step_overhead_.end()) return std::nullopt;
+  return it->second;
+}
+
+void CalibrationCache::put_step_overhead(const std::string& device_key, double seconds) {
+  step_overhead_[device_key] = seconds;
+}
+
+std::optional<double> CalibrationCache::contention(const std::string& devices_key) const {
+  auto it = contention_.find(devices_key);
+  if (it == contention_.end()) return std::nullopt;
+  return it->second;
+}
+
+void CalibrationCache::put_contention(const std::string& devices_key, double contention) {
+  contention_[devices_key] = contention;
 }
 
 std::optional<LinkCost> CalibrationCache::link(const std::string& machine_key, const std::string& from_kind,

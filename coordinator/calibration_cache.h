@@ -16,6 +16,11 @@
 //   optimizer DEVICE_KEY  OPTIMIZER  SECONDS_PER_PARAMETER
 //   link      MACHINE_KEY FROM->TO   LATENCY_S  BYTES_PER_S
 //   rate      DEVICE_KEY  FLOPS_PER_S   (the device's rate over a whole model)
+//   step      DEVICE_KEY  SECONDS       (what a step costs besides its ops and
+//             update: the STEP round trip, the input, the loss)
+//   contention DEVICES_KEY FACTOR       (the CPU devices' slowdown of each
+//             other: ScheduleRequest::contention; the key covers every
+//             CPU device's key, see contention_key)
 // Keys are FNV-1a hashes (hex) of their text; later lines replace earlier
 // ones with the same key.
 #pragma once
@@ -63,13 +68,23 @@ class CalibrationCache {
                                const std::string& to_kind) const;
   void put_link(const std::string& machine_key, const std::string& from_kind, const std::string& to_kind,
                 LinkCost cost);
-  size_t size() const { return ops_.size() + optimizers_.size() + links_.size() + rates_.size(); }
+  std::optional<double> step_overhead(const std::string& device_key) const;
+  void put_step_overhead(const std::string& device_key, double seconds);
+  std::optional<double> contention(const std::string& devices_key) const;
+  void put_contention(const std::string& devices_key, double contention);
+
+  size_t size() const {
+    return ops_.size() + optimizers_.size() + links_.size() + rates_.size() + step_overhead_.size() +
+           contention_.size();
+  }
 
  private:
   std::map<std::tuple<std::string, std::string, int64_t>, OpSeconds> ops_;
   std::map<std::pair<std::string, std::string>, double> optimizers_;
   std::map<std::pair<std::string, std::string>, LinkCost> links_;
   std::map<std::string, double> rates_;
+  std::map<std::string, double> step_overhead_;
+  std::map<std::string, double> contention_;
 };
 
 }  // namespace devmap

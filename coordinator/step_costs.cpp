@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -83,6 +84,23 @@ std::string device_key(const Config& config, const RunOptions& options, const st
                   std::to_string(st.st_mtim.tv_nsec) + ";libraries=" + it->second);
 }
 
+std::optional<std::string> contention_key(const Config& config, const RunOptions& options) {
+  std::vector<std::string> keys;
+  for (const DeviceSpec& d : config.devices) {
+    if (d.kind == DeviceKind::kGpu) continue;
+    try {
+      keys.push_back(device_key(config, options, d.name));
+    } catch (const Error&) {
+      // A worker that cannot run here contends with nothing.
+    }
+  }
+  if (keys.size() < 2) return std::nullopt;
+  std::sort(keys.begin(), keys.end());
+  std::string text = "contention";
+  for (const std::string& k : keys) text += ";" + k;
+  return key_hash(text);
+}
+
 std::string calibration_path(const RunOptions& options) {
   return options.calibration_path.empty() ? default_calibration_path() : options.calibration_path;
 }
@@ -162,6 +180,21 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
         return link->seconds(static_cast<uint64_t>(bytes));
     estimated->insert("handoffs " + from + " -> " + to);
     return kEstimatedHandoffLatency + static_cast<double>(bytes) / kEstimatedHandoffBytesPerSecond;
+  };
+  if (const std::optional<std::string> ck = contention_key(config, options)) {
+    if (auto c = cache->contention(*ck))
+      pc.costs.contention = *c;
+    else
+      estimated->insert("how the CPU devices slow each other down");
+  }
+  pc.costs.step_overhead = [=](const std::string& device) {
+    if (auto k = keys->find(device); k != keys->end())
+      if (auto o = cache->step_overhead(k->second)) return *o;
+    return 0.0;
+  };
+  pc.costs.contends = [cfg](const std::string& device) {
+    const DeviceSpec* d = cfg->find_device(device);
+    return d && d->kind != DeviceKind::kGpu;
   };
   const std::string optimizer = optimizer_kind_name(config.train.optimizer.kind);
   pc.costs.optimizer = [=](const std::string& device) {

@@ -30,6 +30,12 @@ std::string machine_key_text();
 // the worker program is missing or cannot describe itself.
 std::string device_key(const Config& config, const RunOptions& options, const std::string& device);
 
+// The calibration cache's key of how the config's CPU devices slow each
+// other down when they compute at once (their device keys, so their
+// threads and worker build); nullopt with fewer than two CPU devices whose
+// worker runs here.
+std::optional<std::string> contention_key(const Config& config, const RunOptions& options);
+
 // The analytical estimate where nothing was measured (also the planner's
 // device rates and links before a calibration).
 constexpr double kEstimatedCpuFlopsPerThread = 10e9;

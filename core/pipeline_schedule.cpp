@@ -56,6 +56,10 @@ struct SimAction {
   std::vector<int> sends;         // edges it sends on
   bool first_of_micro = false, last_of_micro = false;
   double finish = -1;  // -1: not started
+  double start = 0;
+  double remaining = 0;  // cost not yet done, at `since` (contention: the rate changes)
+  double since = 0;
+  double rate = 1;
   bool done = false;
 };
 
@@ -100,6 +104,10 @@ class Simulation {
         if (a < 0) continue;
         SimAction& n = nodes_[static_cast<size_t>(a)];
         n.finish = now + n.cost;
+        n.start = now;
+        n.remaining = n.cost;
+        n.since = now;
+        n.rate = 1;
         running[static_cast<size_t>(d)] = a;
         ++next_micro_[static_cast<size_t>(d)][n.backward ? 1 : 0][static_cast<size_t>(n.segment)];
         last_forward[static_cast<size_t>(d)] = !n.backward;
@@ -127,6 +135,7 @@ class Simulation {
         act.last_of_micro = n.last_of_micro;
         out.actions[static_cast<size_t>(d)].push_back(act);
       }
+      if (r_.contention > 0) apply_contention(running, now);
       double next = std::numeric_limits<double>::infinity();
       for (int a : running)
         if (a >= 0) next = std::min(next, nodes_[static_cast<size_t>(a)].finish);
@@ -139,6 +148,7 @@ class Simulation {
         SimAction& n = nodes_[static_cast<size_t>(a)];
         n.done = true;
         ++done;
+        if (r_.contention > 0) out.busy[static_cast<size_t>(d)] += (n.finish - n.start) - n.cost;  // the slowdown
         --micro_left_[static_cast<size_t>(n.micro)];
         if (!n.backward) --forwards_left_[static_cast<size_t>(d)];
         running[static_cast<size_t>(d)] = -1;
@@ -162,6 +172,28 @@ class Simulation {
   }
 
  private:
+  // Re-rates the running actions of contending devices for how many of
+  // them run now; an action whose rate changes finishes later (or sooner)
+  // by the work it has left.
+  void apply_contention(const std::vector<int>& running, double now) {
+    int k = 0;
+    for (size_t d = 0; d < running.size(); ++d)
+      if (running[d] >= 0 && contends(static_cast<int>(d))) ++k;
+    const double rate = 1.0 / (1.0 + r_.contention * static_cast<double>(std::max(k - 1, 0)));
+    for (size_t d = 0; d < running.size(); ++d) {
+      if (running[d] < 0 || !contends(static_cast<int>(d))) continue;
+      SimAction& n = nodes_[static_cast<size_t>(running[d])];
+      if (n.rate == rate) continue;
+      n.remaining = std::max(0.0, n.remaining - (now - n.since) * n.rate);
+      n.since = now;
+      n.rate = rate;
+      n.finish = now + n.remaining / rate;
+    }
+  }
+  bool contends(int d) const {
+    return static_cast<size_t>(d) < r_.contends.size() && r_.contends[static_cast<size_t>(d)];
+  }
+
   int index(int d, bool backward, int s, int m) const {
     return base_[static_cast<size_t>(d)][backward ? 1 : 0] + s * r_.micro_batches + m;
   }

@@ -76,6 +76,13 @@ struct ScheduleRequest {
   // segment that sends it finished (the devices stay free meanwhile).
   // Empty: every transfer is instant.
   std::vector<double> edge_cost;
+  // Devices that share one host's cores, caches and memory slow each other
+  // down: while k of the devices marked in `contends` (partition order;
+  // empty: none) run an action at once, each of those actions progresses at
+  // 1 / (1 + contention x (k - 1)) of its rate alone. 0: no slowdown (the
+  // order of actions then depends on the costs alone, as the workers derive it).
+  double contention = 0;
+  std::vector<bool> contends;
 };
 
 struct PipelineSchedule {

@@ -21,6 +21,14 @@ struct PlannerDevice {
   uint64_t memory_limit = 0;  // bytes; 0: unlimited
   int threads = 1;            // the worker's threads (the rates and measurements are for this count)
   DeviceRates rates;          // the analytical estimate, where no measurement exists
+  // Training: the optimizer update's seconds per parameter on this device
+  // (measured by a calibration; 0: updates are free). A step ends with the
+  // slowest device's update.
+  double update_seconds_per_param = 0;
+  // What a step costs on this device besides its ops and update (the STEP
+  // round trip, the input, the loss; measured by a calibration). A step
+  // adds the largest of its devices'.
+  double step_overhead_s = 0;
 };
 
 struct PlacementRequest {
@@ -32,7 +40,10 @@ struct PlacementRequest {
   std::vector<PlannerDevice> devices;  // every device the planner may use (at least one)
   const OpTimes* measured = nullptr;   // measured op times; null: the analytical estimate everywhere
   std::vector<std::vector<LinkCost>> links;  // [from][to], indices into `devices`; empty: transfers are free
-  int64_t batch = 1;                         // samples per step (training) or per prediction batch
+  // How much the host-memory devices slow each other down while they
+  // compute at once (ScheduleRequest::contention); 0: not at all.
+  double contention = 0;
+  int64_t batch = 1;  // samples per step (training) or per prediction batch
   // Schedules and micro-batch counts to choose from. Counts empty:
   // default_micro_batch_counts(batch, 16). When no listed count fits a
   // placement's budgets, larger counts are tried too (doubling, then one

@@ -223,8 +223,10 @@ ScheduleRequest PlacementScorer::schedule_request(const Partition& part, const s
   r.training = request_.training;
   r.micro_batches = choice.micro_batches;
   r.kind = choice.kind;
+  r.contention = request_.contention;
   for (size_t k = 0; k < part.programs.size(); ++k) {
     const int d = device_index[k];
+    r.contends.push_back(request_.devices[static_cast<size_t>(d)].host_memory);
     const DeviceProgram& dp = part.programs[k];
     for (int pass = 0; pass < (request_.training ? 2 : 1); ++pass) {
       const std::vector<Instr>& list = pass ? dp.backward : dp.forward;
@@ -287,6 +289,20 @@ OverBudget worst_over(const MemoryPlan& plan, const std::vector<int>& device_ind
 
 }  // namespace
 
+double PlacementScorer::fixed_step_seconds(const Partition& part, const std::vector<int>& device_index) const {
+  double update = 0, overhead = 0;
+  for (size_t k = 0; k < part.programs.size(); ++k) {
+    const PlannerDevice& d = request_.devices[static_cast<size_t>(device_index[k])];
+    overhead = std::max(overhead, d.step_overhead_s);
+    if (!request_.training) continue;
+    int64_t params = 0;
+    for (const Instr& ins : part.programs[k].forward)
+      if (ins.kind == InstrKind::kForward) params += graph_.node(ins.node).param_bytes() / 4;
+    update = std::max(update, d.update_seconds_per_param * static_cast<double>(params));
+  }
+  return update + overhead;
+}
+
 bool PlacementScorer::try_choices(const std::vector<ScheduleChoice>& list, const Partition& part,
                                   const std::vector<int>& device_index, bool with_faster, PlacementScore& out) {
   // A choice's step takes at least its busiest device's work.
@@ -295,6 +311,7 @@ bool PlacementScorer::try_choices(const std::vector<ScheduleChoice>& list, const
     ScheduleRequest request;
     double bound = 0;
   };
+  const double fixed = fixed_step_seconds(part, device_index);
   std::vector<Candidate> candidates;
   for (const ScheduleChoice& c : list) {
     Candidate k{c, schedule_request(part, device_index, c), 0.0};
@@ -302,13 +319,13 @@ bool PlacementScorer::try_choices(const std::vector<ScheduleChoice>& list, const
       double busy = 0;
       for (double x : k.request.forward_cost[d]) busy += std::max(x, 1e-9);
       for (double x : k.request.backward_cost[d]) busy += std::max(x, 1e-9);
-      k.bound = std::max(k.bound, busy * c.micro_batches);
+      k.bound = std::max(k.bound, busy * c.micro_batches + fixed);
     }
     candidates.push_back(std::move(k));
   }
   auto simulate = [&](Candidate& k) {
     try {
-      k.choice.step_seconds = build_schedule(k.request).makespan;
+      k.choice.step_seconds = build_schedule(k.request).makespan + fixed;
     } catch (const Error&) {
       k.choice.step_seconds = std::numeric_limits<double>::infinity();  // cannot finish (never with unlimited rings)
     }

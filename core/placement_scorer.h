@@ -126,6 +126,10 @@ class PlacementScorer {
     std::vector<bool> estimated;   // the same index: some pass had no measurement
   };
   const Costs& costs_at(int64_t size);
+  // What a step adds to its schedule's makespan: in training the slowest
+  // device's optimizer update (its parameters times its seconds per
+  // parameter), and the largest step overhead of the devices it uses.
+  double fixed_step_seconds(const Partition& part, const std::vector<int>& device_index) const;
   void apply(const std::vector<int>& placement);
   PlanInputs plan_inputs(const Partition& part, const std::vector<int>& device_index, const PipelinePlan* pipeline);
   ScheduleRequest schedule_request(const Partition& part, const std::vector<int>& device_index,

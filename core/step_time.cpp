@@ -14,6 +14,9 @@ StepPrediction predict_step(const Partition& partition, bool training, PipelineK
   request.training = training;
   request.kind = kind;
   request.micro_batches = count;
+  request.contention = costs.contention;
+  if (costs.contends)
+    for (const std::string& d : partition.devices) request.contends.push_back(costs.contends(d));
   // A segment costs its ops at the micro-batch size, and each tensor it
   // sends the handoff to its consumers (the producer writes the slot).
   for (const DeviceProgram& dp : partition.programs) {
@@ -47,7 +50,10 @@ StepPrediction predict_step(const Partition& partition, bool training, PipelineK
       p.busy[d] += u;
       update = std::max(update, u);
     }
-  p.seconds = schedule.makespan + update;
+  double overhead = 0;
+  if (costs.step_overhead)
+    for (const std::string& d : partition.devices) overhead = std::max(overhead, costs.step_overhead(d));
+  p.seconds = schedule.makespan + update + overhead;
   return p;
 }
 

@@ -34,10 +34,19 @@ struct StepCosts {
   std::function<double(const std::string& from, const std::string& to, int64_t bytes)> transfer;
   // Seconds of a device's optimizer update per step (null: none).
   std::function<double(const std::string& device)> optimizer;
+  // Devices that share the host's cores and memory slow each other down
+  // while they compute at once (ScheduleRequest::contention); `contends`
+  // says which devices do (null: none).
+  double contention = 0;
+  std::function<bool(const std::string& device)> contends;
+  // Seconds a step costs on a device besides its ops and update (the STEP
+  // round trip, reading the input, the loss); a step adds the largest
+  // (null: none).
+  std::function<double(const std::string& device)> step_overhead;
 };
 
 struct StepPrediction {
-  double seconds = 0;        // the step: the schedule's makespan plus the slowest optimizer update
+  double seconds = 0;        // the schedule's makespan, the slowest optimizer update and the largest step overhead
   std::vector<double> busy;  // per device (partition order): its segments and update
 };
 

@@ -20,9 +20,11 @@ TEST(CalibrationCache, EntriesSurviveASaveAndALoad) {
   c.put_op("dev", "conv2d(k=5) in [1,28,28]d out [32,28,28]", 32, OpSeconds{2.5e-3, 5e-3});
   c.put_optimizer("dev", "momentum", 2e-9);
   c.put_link("machine", "cpu", "cpu", LinkCost{40e-6, 8e9});
+  c.put_contention("two cpus", 0.125);
+  c.put_step_overhead("dev", 1.5e-3);
   c.save(path);
   const CalibrationCache back = CalibrationCache::load(path);
-  EXPECT_EQ(back.size(), 4u);
+  EXPECT_EQ(back.size(), 6u);
   const auto op = back.op("dev", "conv2d(k=5) in [1,28,28]d out [32,28,28]", 16);
   ASSERT_TRUE(op.has_value());
   EXPECT_DOUBLE_EQ(op->forward, 1.5e-3);
@@ -34,6 +36,9 @@ TEST(CalibrationCache, EntriesSurviveASaveAndALoad) {
   EXPECT_FALSE(back.optimizer("dev", "adam").has_value());
   EXPECT_NEAR(back.link("machine", "cpu", "cpu")->seconds(8000), 41e-6, 1e-12);
   EXPECT_FALSE(back.link("machine", "cpu", "gpu").has_value());
+  EXPECT_DOUBLE_EQ(*back.contention("two cpus"), 0.125);
+  EXPECT_FALSE(back.contention("three cpus").has_value());
+  EXPECT_DOUBLE_EQ(*back.step_overhead("dev"), 1.5e-3);
 }
 
 TEST(CalibrationCache, AMissingFileIsEmptyAndADamagedOneNamesItsLine) {

@@ -64,6 +64,29 @@ TEST(StepTime, PipeliningOverlapsTheDevices) {
   EXPECT_LT(four, 0.85 * one);
 }
 
+// Devices on one host slow each other down only while both compute: the
+// lock-step step (the devices take turns) is unchanged, the pipelined one
+// is longer, and no longer than if every action were slowed throughout.
+TEST(StepTime, ContentionSlowsOnlyWhatOverlaps) {
+  const Planned p = split_cnn();
+  const StepCosts alone = linear_costs(1e-4, 0);
+  StepCosts shared = alone;
+  shared.contention = 0.5;
+  shared.contends = [](const std::string&) { return true; };
+  auto step = [&](const StepCosts& c, PipelineKind kind, int count) {
+    return predict_step(p.partition, true, kind, 64, count, c);
+  };
+  EXPECT_NEAR(step(shared, PipelineKind::kNone, 4).seconds, step(alone, PipelineKind::kNone, 4).seconds, 1e-12);
+  const StepPrediction free = step(alone, PipelineKind::k1f1b, 4), slowed = step(shared, PipelineKind::k1f1b, 4);
+  EXPECT_GT(slowed.seconds, free.seconds * 1.05);
+  EXPECT_LT(slowed.seconds, free.seconds * 1.5);
+  // Busy time grows by the slowdown of what overlapped.
+  EXPECT_GT(slowed.busy[0] + slowed.busy[1], free.busy[0] + free.busy[1]);
+  // A device that does not contend (a GPU) is not slowed.
+  shared.contends = [](const std::string& d) { return d == "cpu:0"; };
+  EXPECT_NEAR(step(shared, PipelineKind::k1f1b, 4).seconds, free.seconds, 1e-12);
+}
+
 TEST(StepTime, HandoffsAndUpdatesAddToTheStep) {
   const Planned p = split_cnn();
   const double base = predict_step(p.partition, true, PipelineKind::kNone, 64, 1, linear_costs(1e-4, 0)).seconds;
@@ -72,6 +95,10 @@ TEST(StepTime, HandoffsAndUpdatesAddToTheStep) {
   const double with =
       predict_step(p.partition, true, PipelineKind::kNone, 64, 1, linear_costs(1e-4, 0, 1e-3, 5e-3)).seconds;
   EXPECT_NEAR(with - base, 2e-3 + 5e-3, 1e-9);
+  // A step's overhead besides its ops: the largest of its devices'.
+  StepCosts overhead = linear_costs(1e-4, 0);
+  overhead.step_overhead = [](const std::string& d) { return d == "cpu:1" ? 2e-3 : 1e-3; };
+  EXPECT_NEAR(predict_step(p.partition, true, PipelineKind::kNone, 64, 1, overhead).seconds - base, 2e-3, 1e-9);
 }
 
 TEST(StepTime, AutoTakesTheFewestMicroBatchesWithinFivePercentOfTheBest) {
