@@ -7,8 +7,8 @@
 # (its `plan --emit-map`), and `auto` itself. A fresh calibration cache is
 # measured first. Runs alternate (every candidate once a round), median of
 # --runs; prints per candidate the planner's predicted step, the measured
-# median step and their ratio, images/s, and auto against the best
-# candidate. --limits "A B" gives cpu:0 and cpu:1 memory limits (e.g.
+# median step and their ratio, images/s, each device's allocator peak over
+# the runs against its memory_limit, and auto against the best candidate. --limits "A B" gives cpu:0 and cpu:1 memory limits (e.g.
 # "32MiB 48MiB"): candidates that do not fit are listed as such.
 #
 #   bench/placement_sweep.sh [--threads N] [--steps N] [--runs N] [--limits "A B"]
@@ -81,14 +81,27 @@ for n in names:
     plan = json.loads(open(f"{out}/{n}.plan.json").read())["auto_placement"]
     ips = [last(f"{out}/{n}-{i}.jsonl", "epoch")["median_images_per_s"] for i in range(1, int(runs) + 1)]
     ms = [last(f"{out}/{n}-{i}.jsonl", "epoch")["median_step_ms"] for i in range(1, int(runs) + 1)]
-    rows.append((n, plan, statistics.median(ips), statistics.median(ms), ips))
+    # The allocator's peak on each device over the runs, against its limit.
+    peaks = {}
+    for i in range(1, int(runs) + 1):
+        for line in open(f"{out}/{n}-{i}.jsonl"):
+            d = json.loads(line)
+            if d.get("event") == "device":
+                p, lim = peaks.get(d["device"], (0, d["limit_bytes"]))
+                peaks[d["device"]] = (max(p, d["peak_bytes"]), lim)
+    rows.append((n, plan, statistics.median(ips), statistics.median(ms), ips, peaks))
 print(f"CPU: {cpu}; {threads} thread(s) per device; limits: {limits or 'none'}; median of {runs}, runs alternating")
 print(f"{'candidate':10s} {'placement':40s} {'choice':18s} {'pred ms':>8s} {'meas ms':>8s} {'meas/pred':>9s} {'img/s':>7s}")
-for n, p, ips, ms, all_ips in rows:
+mib = lambda b: f"{b / 2**20:.1f}"
+over = []
+for n, p, ips, ms, all_ips, peaks in rows:
     where = ", ".join(f"{d['device']} {d['ops'][0]}..{d['ops'][-1]}" for d in p["devices"])
     choice = f"{p['micro_batches']}x{p['micro_batch']} {p['schedule']}"
     pred = p["predicted_step_ms"]
-    print(f"{n:10s} {where:40s} {choice:18s} {pred:8.1f} {ms:8.1f} {ms / pred:9.2f} {ips:7.0f}  ({' '.join(f'{x:.0f}' for x in all_ips)})")
+    peak = " ".join(f"{dev} {mib(pk)}" + (f"/{mib(lim)}" if lim else "") for dev, (pk, lim) in sorted(peaks.items()))
+    over += [f"{n} {dev}" for dev, (pk, lim) in peaks.items() if lim and pk > lim]
+    print(f"{n:10s} {where:40s} {choice:18s} {pred:8.1f} {ms:8.1f} {ms / pred:9.2f} {ips:7.0f}  ({' '.join(f'{x:.0f}' for x in all_ips)})  peak MiB: {peak}")
+print("allocator peaks: " + ("over the limit on " + ", ".join(over) if over else "every device under its limit"))
 best = max((r for r in rows if r[0] != "auto"), key=lambda r: r[2])
 auto = next(r for r in rows if r[0] == "auto")
 print(f"auto / best candidate ({best[0]}): {auto[2] / best[2]:.3f}")
