@@ -24,8 +24,15 @@ float32 implementation that sums in another order can stay within a fixed
   with devmap's weights, on >= 99.9% of 2000 test images.
 
   torch_equivalence_resnet.py COORDINATOR CONFIG [--steps N] [--rtol R] [--gemm] [--lr LR]
+                              [--memory-limit SIZE]
 
 --gemm runs every conv2d with algorithm gemm (im2col): use --rtol 1e-5 then.
+--memory-limit gives cpu:0 a budget that splits each step into
+micro-batches: devmap must say so (the statistics line of every
+batch_norm), and PyTorch accumulates the same micro-batches' gradients
+(each micro-batch's loss weighted by its share of the step, batch
+statistics per micro-batch, the running statistics updated once per
+micro-batch) before its one update.
 DEVMAP_VERBOSE=1 prints every step.
 
 Exit 0 when all agree; 77 (skipped) without torch or the data.
@@ -33,6 +40,7 @@ Exit 0 when all agree; 77 (skipped) without torch or the data.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -93,6 +101,7 @@ def main():
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--exact-steps", type=int, default=3)
     ap.add_argument("--chaos-factor", type=float, default=3.0)
+    ap.add_argument("--memory-limit", default="", help="cpu:0's memory_limit: the step runs as micro-batches")
     a = ap.parse_args()
     a.coordinator, a.config = os.path.abspath(a.coordinator), os.path.abspath(a.config)  # runs in a temp dir
     warmup, lr, momentum, decay = 3, a.lr, 0.9, 0.0005
@@ -109,7 +118,8 @@ def main():
     tmpdir = tempfile.TemporaryDirectory()
     tmp = tmpdir.name
     metrics, weights = f"{tmp}/m.jsonl", f"{tmp}/model.safetensors"
-    subprocess.run([a.coordinator, "train", a.config, "--metrics", metrics, "--log-every", "1",
+    budget = ["--set", f"devices.cpu:0.memory_limit={a.memory_limit}"] if a.memory_limit else []
+    run = subprocess.run([a.coordinator, "train", a.config, "--metrics", metrics, "--log-every", "1",
                     "--set", f"train.seed={a.seed}", "--set", f"train.batch_size={a.batch}",
                     "--set", f"train.max_steps={a.steps}", "--set", f"data.train_limit={limit}",
                     "--set", "data.test_limit=10", "--set", "devices.cpu:0.threads=1",
@@ -118,9 +128,17 @@ def main():
                     "--set", "train.optimizer.schedule.type=cosine",
                     "--set", "train.optimizer.schedule.min_learning_rate=0",
                     "--set", f"train.optimizer.schedule.warmup_steps={warmup}",
-                    "--set", f"train.checkpoint={weights}"] + gemm,
-                   check=True, stderr=subprocess.DEVNULL, cwd=tmp)
+                          "--set", f"train.checkpoint={weights}"] + gemm + budget,
+                         check=True, stderr=subprocess.PIPE, text=True, cwd=tmp)
     ours = [json.loads(l)["loss"] for l in open(metrics) if json.loads(l)["event"] == "step"]
+    # The step's micro-batches, as devmap split it (split_evenly: the larger first).
+    split = re.search(r"running (\d+) micro-batches", run.stderr)
+    count = int(split.group(1)) if split else 1
+    micro_sizes = [a.batch // count + (1 if j < a.batch % count else 0) for j in range(count)]
+    statistics_lines = re.findall(r"batch_norm \S+ computes its statistics over micro-batches of", run.stderr)
+    if a.memory_limit:
+        print(f"--memory-limit {a.memory_limit}: devmap ran each step of {a.batch} as micro-batches of "
+              f"{sorted(set(micro_sizes))} and named {len(statistics_lines)} batch_norm ops")
 
     x, y = te.load("train", limit)
     order = torch.tensor(te.epoch_order(limit, a.seed, 1))
@@ -145,13 +163,17 @@ def main():
         losses = []
         model.train()
         for s in range(a.steps):
-            idx = order[s * a.batch:(s + 1) * a.batch]
             opt.zero_grad()
-            loss = F.cross_entropy(model(x[idx].to(dtype)), y[idx])
-            loss.backward()
+            at, loss = s * a.batch, 0.0
+            for m in micro_sizes:  # one micro-batch: the whole step unless --memory-limit split it
+                idx = order[at:at + m]
+                at += m
+                part = F.cross_entropy(model(x[idx].to(dtype)), y[idx]) * (m / a.batch)
+                part.backward()
+                loss += part.item()
             opt.step()
             sched.step()
-            losses.append(loss.item())
+            losses.append(loss)
         return model, losses
 
     net, theirs = train_torch(torch.float32)
@@ -185,7 +207,9 @@ def main():
           f"devmap {ours_stats:.2e}, PyTorch float32 {theirs_stats:.2e}")
     print(f"num_batches_tracked: {sorted(set(counts.values()))} (PyTorch's {int(theirs_sd['bn1.num_batches_tracked'])})")
     ok = ok and ours_stats <= a.chaos_factor * theirs_stats + a.rtol
-    ok = ok and len(counts) == 15 and all(c == a.steps for c in counts.values())
+    ok = ok and len(counts) == 15 and all(c == a.steps * count for c in counts.values())
+    if a.memory_limit:
+        ok = ok and count > 1 and len(statistics_lines) == 15
 
     # devmap's predictions (running statistics) are PyTorch's in eval mode.
     loaded.eval()
