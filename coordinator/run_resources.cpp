@@ -2,9 +2,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +17,8 @@
 #include "coordinator/stale_runs.h"
 #include "core/error.h"
 #include "transport/run_names.h"
+
+extern char** environ;
 
 namespace devmap {
 namespace {
@@ -61,6 +65,41 @@ RunResources::RunResources() : run_id_(make_run_id()), dir_(temp_root() + "/devm
     ::close(lock_fd_);
     throw_runtime("cannot create run directory " + dir_ + ": " + std::strerror(err));
   }
+  start_guard();
+}
+
+void RunResources::start_guard() {
+  // The guard lives beside the coordinator (tests: beside their binary).
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return;
+  std::string program(self, static_cast<size_t>(n));
+  program = program.substr(0, program.find_last_of('/') + 1) + "devmap_run_guard";
+  if (::access(program.c_str(), X_OK) != 0) return;  // without it, workers and the next run's sweep clean up
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return;
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[0], STDIN_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_init(&attr);
+  // Its own process group: a terminal's Ctrl-C goes to the coordinator only.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::string prefix = segment_prefix(), lock = run_lock_path(run_id_), name = "devmap_run_guard";
+  char* argv[] = {name.data(), prefix.data(), dir_.data(), lock.data(), nullptr};
+  pid_t pid = -1;
+  if (posix_spawn(&pid, program.c_str(), &actions, &attr, argv, environ) == 0) {
+    guard_pid_ = pid;
+    guard_fd_ = fds[1];
+  } else {
+    ::close(fds[1]);
+  }
+  ::close(fds[0]);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
 }
 
 RunResources::~RunResources() {
@@ -76,6 +115,12 @@ RunResources::~RunResources() {
   // Last: until the lock file goes, a sweep leaves the run's names alone.
   ::unlink(run_lock_path(run_id_).c_str());
   ::close(lock_fd_);
+  // The guard finds nothing left, and exits.
+  if (guard_fd_ >= 0) ::close(guard_fd_);
+  for (int i = 0; guard_pid_ > 0 && i < 200; ++i) {
+    if (::waitpid(guard_pid_, nullptr, WNOHANG) != 0) break;
+    ::usleep(5000);
+  }
 }
 
 std::string RunResources::socket_path(const std::string& name) const {

@@ -5,7 +5,10 @@
 // 0700, created exclusively) and the shared-memory segments created under
 // that id. The
 // destructor removes all of them, so every exit path that unwinds cleans
-// up; signal handlers only set a flag and let the run loop unwind.
+// up; signal handlers only set a flag and let the run loop unwind. For the
+// exits that do not unwind (SIGKILL, a crash), the constructor starts
+// devmap_run_guard from the coordinator's folder (run_guard_main.cpp),
+// which removes the run's names once this process is gone.
 #pragma once
 
 #include <sys/types.h>
@@ -36,9 +39,13 @@ class RunResources {
   static constexpr const char* kSegmentPrefix = "devmap-";
 
  private:
+  void start_guard();
+
   std::string run_id_;
   int lock_fd_ = -1;
   std::string dir_;
+  int guard_fd_ = -1;  // the write end of the guard's stdin: it reads end-of-file when this process ends
+  pid_t guard_pid_ = -1;
 };
 
 }  // namespace devmap

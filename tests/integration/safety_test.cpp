@@ -403,6 +403,45 @@ TEST_F(Safety, SweepSparesRunsThatHoldTheirLock) {
   fs::remove(lock);
 }
 
+// A coordinator killed with SIGKILL before any worker could clean up for it
+// (its worker never starts) leaves nothing: devmap_run_guard removes the
+// run's segments, lock and socket directory once the coordinator is gone.
+TEST_F(Safety, ACoordinatorKilledBeforeItsWorkersStartLeavesNothing) {
+  ASSERT_NO_FATAL_FAILURE(make_weights());
+  const std::string fake = dir_.path() + "/fake-workers", worker_pid = dir_.path() + "/fake-worker.pid";
+  fs::create_directories(fake);
+  std::ofstream(fake + "/worker_cpu") << "#!/bin/sh\necho $$ > " << worker_pid << "\nexec sleep 100\n";
+  fs::permissions(fake + "/worker_cpu", fs::perms::owner_all);
+  std::vector<std::string> argv = {"/usr/bin/env", "TMPDIR=" + work_, "DEVMAP_WORKER_DIR=" + fake,
+                                   DEVMAP_COORDINATOR_BIN};
+  std::vector<std::string> a = mlp_train(2, weights_, {"--set", "faults.startup_timeout=60"});
+  argv.insert(argv.end(), a.begin(), a.end());
+  fs::create_directories(dir_.path() + "/killed");
+  BackgroundProcess run(argv, dir_.path() + "/killed");
+  const std::string prefix = "devmap-" + std::to_string(run.pid()) + "-";
+  bool started = false;
+  for (int i = 0; i < 20000 && !started; ++i) {
+    started = !shm_entries(prefix).empty() && fs::exists(worker_pid);
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  ASSERT_TRUE(started) << run.err();
+  ::kill(run.pid(), SIGKILL);
+  EXPECT_EQ(run.wait(milliseconds(10000)), 128 + SIGKILL);
+  auto nothing_left = [&] {
+    if (!shm_entries(prefix).empty()) return false;
+    for (const std::string& p : tree_entries(work_))
+      if (fs::path(p).filename().string().rfind("devmap-", 0) == 0) return false;
+    return true;
+  };
+  bool clean = false;
+  for (int i = 0; i < 3000 && !clean; ++i) {
+    clean = nothing_left();
+    if (!clean) std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_TRUE(clean) << "left: " << ::testing::PrintToString(shm_entries(prefix));
+  ::kill(std::stoi(read_file(worker_pid)), SIGKILL);
+}
+
 // Point 5: a worker that never says HELLO stops the run, naming the device
 // and the phase.
 TEST_F(Safety, WorkerHangingInStartUpIsStopped) {
