@@ -6,7 +6,7 @@
 #
 #   scripts/bundle_gpu.sh [OUT_DIR]        (default: gpu_bundle/, git-ignored)
 #
-#   OUT_DIR/bin/      coordinator, worker_cpu, worker_gpu, cuda_tests, gpu_copy_bench (stripped)
+#   OUT_DIR/bin/      coordinator, devmap_run_guard, worker_cpu, worker_gpu, cuda_tests, gpu_copy_bench (stripped)
 #   OUT_DIR/lib/      every shared library they load that is not glibc's and not
 #                     NVIDIA's (OpenBLAS, yaml-cpp, ZeroMQ and their dependencies;
 #                     libstdc++ and libgcc_s in lib/cxx/); NVIDIA's come from the
@@ -26,7 +26,7 @@ build=${DEVMAP_BUNDLE_BUILD_DIR:-$root/build/gpu-bundle}  # DEVMAP_BUNDLE_WERROR
 data=${DEVMAP_DATA_DIR:-/usr/share/datasets/fashion-mnist}
 archs=${DEVMAP_CUDA_ARCHITECTURES:-80;90}
 max_bytes=$((40 * 1024 * 1024))
-bins=(coordinator worker_cpu worker_gpu cuda_tests gpu_copy_bench)
+bins=(coordinator devmap_run_guard worker_cpu worker_gpu cuda_tests gpu_copy_bench)
 
 echo "== building in $build (CUDA architectures $archs)" >&2
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVMAP_ENABLE_CUDA=ON "-DDEVMAP_WERROR=${DEVMAP_BUNDLE_WERROR:-ON}" \
