@@ -72,6 +72,7 @@ diff = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(ours, theirs)) if len
 print("\t".join([sys.argv[3], sys.argv[4], sys.argv[5], str(len(ours)), str(len(theirs)), f"{diff:.1e}"]
                 + sys.argv[6:8]))
 PY
+  note "seed $s: test accuracy devmap $(tail -1 "$results" | cut -f2), PyTorch $(tail -1 "$results" | cut -f3)"
 done
 
 python3 - "$results" <<'PY'
