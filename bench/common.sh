@@ -11,6 +11,16 @@
 #       DEVMAP_BUILD_DIR set, uses that already-built folder instead.
 #   metric FILE EVENT KEY
 #       the value of KEY in the last EVENT line of a metrics.jsonl file.
+#   bench_machine
+#       prints the machine: CPU model, its vector units, OPENBLAS_CORETYPE as
+#       found (never set here) and, where bench_build built gemm_probe, the
+#       OpenBLAS core it picks and devmap's CPU path.
+#   bench_peers NEWEST MODULE:PACKAGE...
+#       the newest peers from PyPI, in the venv $venv (DEVMAP_BENCH_VENV, or
+#       bench/.venv, git-ignored): with NEWEST other than "no", creates the
+#       venv and pip-installs each PACKAGE whose MODULE does not import there;
+#       sets peer_version[MODULE] to the version that imports, or to "" with
+#       a note on stderr where it does not (or NEWEST is "no").
 # Sets $root (the repository) on sourcing.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -59,4 +69,41 @@ for l in open(sys.argv[1]):
     d = json.loads(l)
     if d.get('event') == sys.argv[2]: v = d.get(sys.argv[3])
 print(v)" "$@"
+}
+
+bench_machine() {
+  local field
+  field() { sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo | head -1; }
+  echo "cpu: $(field 'model name') (family $(field 'cpu family') model $(field model)), $(nproc) cores"
+  echo "vector units: $(grep -m1 -o -w -E 'avx2|fma|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  if [[ -x ${dir:-}/bin/gemm_probe ]]; then
+    echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE-(unset)}; OpenBLAS: $("$dir/bin/gemm_probe" --blas-info)"
+    echo "devmap CPU path: $("$dir/bin/gemm_probe" --cpu-path)"
+  else
+    echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE-(unset)}"
+  fi
+}
+
+venv=${DEVMAP_BENCH_VENV:-$root/bench/.venv}
+declare -gA peer_version=()
+bench_peers() {
+  local newest=$1 pkg module
+  shift
+  for pkg in "$@"; do peer_version[${pkg%%:*}]=""; done
+  [[ $newest == no ]] && return 0
+  if [[ ! -x $venv/bin/python ]]; then
+    echo "$(basename "$0"): installing the newest $(printf '%s ' "${@#*:}")into $venv" >&2
+    python3 -m venv "$venv" >&2 || true
+  fi
+  if [[ ! -x $venv/bin/python ]]; then
+    echo "$(basename "$0"): no venv (python3 -m venv failed); the newest peers are skipped" >&2
+    return 0
+  fi
+  for pkg in "$@"; do
+    module=${pkg%%:*}
+    "$venv/bin/python" -c "import $module" 2>/dev/null ||
+      timeout 1800 "$venv/bin/pip" install -q numpy "${pkg#*:}" >&2 || true
+    peer_version[$module]=$("$venv/bin/python" -c "import $module; print($module.__version__)" 2>/dev/null) ||
+      echo "$(basename "$0"): $module does not import from $venv; skipped" >&2
+  done
 }

@@ -18,8 +18,8 @@
 # its CUDA libraries, about 5 GiB, run on the CPU), the newest tensorflow-cpu
 # (bench/tensorflow_bench.py: Keras layers in a tf.function step) and ONNX
 # Runtime (prediction, through an ONNX export of the same weights), installed
-# into bench/.venv (git-ignored) when missing; whichever cannot be installed
-# or imported is skipped with a note. Timed scopes, the same for all:
+# into bench/.venv (git-ignored; DEVMAP_BENCH_VENV: another venv) when missing;
+# whichever cannot be installed or imported is skipped with a note. Timed scopes:
 # training, a step from a batch gathered out of the training set in memory to
 # the updated weights (median over the steps after 5 warm-up steps);
 # prediction, the 10000 test images in memory to labels at batch 1000
@@ -40,11 +40,10 @@ steps=150
 mlp_steps=400
 newest=auto
 forced_paths=auto
-bench_options 33 --threads=threads --runs=runs --steps=steps --mlp-steps=mlp_steps --newest=newest --forced-paths=forced_paths -- "$@"
+bench_options 34 --threads=threads --runs=runs --steps=steps --mlp-steps=mlp_steps --newest=newest --forced-paths=forced_paths -- "$@"
 bench_build gemm_probe
 
 sys_py=/usr/bin/python3
-venv="$root/bench/.venv"
 data=/usr/share/datasets/fashion-mnist
 results="$out/results.tsv"
 : >"$results"
@@ -52,34 +51,13 @@ note() { echo "compare_pytorch: $*" >&2; }
 record() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$results"; }  # threads what runtime value
 
 # The newest PyTorch, TensorFlow and ONNX Runtime, where they install.
-new_torch="" new_ort="" new_tf=""
-if [[ $newest != no ]]; then
-  if [[ ! -x $venv/bin/python ]]; then
-    note "installing the newest PyTorch, tensorflow-cpu and ONNX Runtime into bench/.venv"
-    python3 -m venv "$venv" >&2 || true
-  fi
-  if [[ -x $venv/bin/python ]]; then
-    for pkg in onnxruntime:onnxruntime tensorflow:tensorflow-cpu torch:torch; do
-      "$venv/bin/python" -c "import ${pkg%%:*}" 2>/dev/null ||
-        timeout 1800 "$venv/bin/pip" install -q numpy "${pkg#*:}" >&2 || true
-    done
-    v() { "$venv/bin/python" -c "import $1; print($1.__version__)" 2>/dev/null; }
-    new_torch=$(v torch) || note "the newest PyTorch does not import from bench/.venv; skipped"
-    new_tf=$(v tensorflow) || note "tensorflow-cpu does not import from bench/.venv; skipped"
-    new_ort=$(v onnxruntime) || note "ONNX Runtime does not import from bench/.venv; skipped"
-  else
-    note "no venv (python3 -m venv failed); the newest PyTorch, TensorFlow and ONNX Runtime are skipped"
-  fi
-fi
+bench_peers "$newest" onnxruntime:onnxruntime tensorflow:tensorflow-cpu torch:torch
+new_torch=${peer_version[torch]} new_tf=${peer_version[tensorflow]} new_ort=${peer_version[onnxruntime]}
 
 # The machine and the BLAS settings, as found (never changed here).
 sys_torch=$($sys_py -c 'import torch; print(torch.__version__)')
 {
-  field() { sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo | head -1; }
-  echo "cpu: $(field 'model name') (family $(field 'cpu family') model $(field model)), $(nproc) cores"
-  echo "vector units: $(grep -m1 -o -w -E 'avx2|fma|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
-  echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE-(unset)}; OpenBLAS: $("$dir/bin/gemm_probe" --blas-info)"
-  echo "devmap CPU path: $("$dir/bin/gemm_probe" --cpu-path)"
+  bench_machine
   echo "peers: PyTorch $sys_torch (Debian)${new_torch:+, PyTorch $new_torch (PyPI)}${new_tf:+, TensorFlow $new_tf (tensorflow-cpu, PyPI)}${new_ort:+, ONNX Runtime $new_ort (PyPI)}"
   echo "timed: training, a batch in memory to the updated weights (median step, after 5 warm-up steps);"
   echo "       prediction, the 10000 test images in memory to labels at batch 1000"

@@ -1,20 +1,30 @@
 #!/usr/bin/env python3
-"""The reference CNN (or the MLP) in TensorFlow (tensorflow-cpu from PyPI, in
-bench/.venv), for side-by-side numbers with devmap and PyTorch.
+"""The reference CNN, the MLP or the ResNet in TensorFlow (tensorflow-cpu from
+PyPI, in bench/.venv), for side-by-side numbers with devmap and PyTorch.
 
-Training runs a tf.function step (Keras layers, tf.GradientTape, Keras SGD
-with momentum 0.9, lr 0.01, batch 64, Keras' default initialisation): the
-timed scope of a step is the batch gathered from the training set already in
-memory, forward, backward and the weight update, as bench/pytorch_train.py
-times it. Prediction loads devmap's weights (safetensors, PyTorch layouts)
-into the same model in TensorFlow's NHWC layout (the weights transposed, the
-first dense layer's rows permuted to NHWC flattening) and times a
-tf.function from the 10000 test images in memory to labels, batch by batch.
+Training runs a tf.function step (Keras layers, tf.GradientTape, Keras'
+default initialisation): the timed scope of a step is the batch gathered from
+the training set already in memory, forward, backward and the weight update,
+as bench/pytorch_train.py and bench/pytorch_resnet.py time it. cnn, mlp:
+Keras SGD with momentum 0.9, lr 0.01, batch 64. resnet
+(configs/fashion_mnist_resnet.yaml: Conv2D without bias, BatchNormalization
+with PyTorch's momentum 0.1 and eps 1e-5, a 3x3 stride-2 convolution as
+ZeroPadding2D(1) + a valid Conv2D, which pads as PyTorch's padding=1 does):
+Keras SGD with momentum 0.9 and weight_decay 5e-4 (Keras decays the weights
+apart from the gradient; the arithmetic per update is the same size), lr 0.1
+under a CosineDecay with --warmup linear warm-up steps, batch 128.
+Prediction loads devmap's weights (safetensors, PyTorch layouts) into the
+same model in TensorFlow's NHWC layout (convolutions OIHW -> HWIO, dense
+layers transposed, the CNN's first dense layer's rows permuted to NHWC
+flattening; the ResNet's batch_norm scale, shift and running statistics by
+op name) and times a tf.function from the 10000 test images in memory to
+labels, batch by batch.
 
-  tensorflow_bench.py train [--model cnn|mlp] [--threads N] [--steps N]
+  tensorflow_bench.py train [--model cnn|mlp|resnet] [--threads N] [--steps N] [--warmup W]
       prints "tensorflow <version> ... median_images/s=<x>"
-  tensorflow_bench.py predict WEIGHTS [--threads N] [--batch B]
-      prints "tensorflow <version> images/s=<x> seconds=<s> labels_crc=<c>"
+  tensorflow_bench.py predict WEIGHTS [--model cnn|resnet] [--threads N] [--batch B] [--labels FILE]
+      prints "tensorflow <version> images/s=<x> seconds=<s> labels_crc=<c>";
+      --labels writes the labels, one per line
 """
 import argparse
 import gzip
@@ -54,7 +64,52 @@ def read_safetensors(path):
     return out
 
 
+RESNET_STAGES = [(1, 16, 1), (2, 32, 2), (3, 64, 2)]  # stage, channels, first stride
+
+
+def resnet(tf):
+    """configs/fashion_mnist_resnet.yaml in Keras (NHWC), each layer named after devmap's op."""
+    L = tf.keras.layers
+
+    def conv(x, name, filters, kernel, stride=1):
+        if kernel == 3 and stride == 2:  # PyTorch's padding=1; "same" would pad only bottom and right
+            x = L.ZeroPadding2D(1, name=name + "_pad")(x)
+            return L.Conv2D(filters, 3, strides=2, padding="valid", use_bias=False, name=name)(x)
+        pad = "same" if kernel == 3 else "valid"
+        return L.Conv2D(filters, kernel, strides=stride, padding=pad, use_bias=False, name=name)(x)
+
+    def bn(x, name):
+        return L.BatchNormalization(momentum=0.9, epsilon=1e-5, name=name)(x)
+
+    image = tf.keras.Input((28, 28, 1))
+    x = L.ReLU()(bn(conv(image, "conv1", 16, 3), "bn1"))
+    for stage, channels, stride in RESNET_STAGES:
+        for b in (1, 2):
+            p, s = f"l{stage}b{b}_", stride if b == 1 else 1
+            y = L.ReLU()(bn(conv(x, p + "conv1", channels, 3, s), p + "bn1"))
+            y = bn(conv(y, p + "conv2", channels, 3), p + "bn2")
+            if s != 1 or x.shape[-1] != channels:
+                x = bn(conv(x, p + "down", channels, 1, s), p + "downbn")
+            x = L.ReLU()(L.Add()([y, x]))
+    x = L.GlobalAveragePooling2D()(x)
+    return tf.keras.Model(image, L.Dense(10, name="fc")(x))
+
+
+def load_resnet_weights(net, w):
+    """devmap's ResNet weights (PyTorch layouts) into resnet()'s layers, by op name."""
+    for layer in net.layers:
+        n = layer.name
+        if f"{n}.running_mean" in w:
+            layer.set_weights([w[f"{n}.weight"], w[f"{n}.bias"], w[f"{n}.running_mean"], w[f"{n}.running_var"]])
+        elif n == "fc":
+            layer.set_weights([w["fc.weight"].T, w["fc.bias"]])
+        elif f"{n}.weight" in w:
+            layer.set_weights([w[f"{n}.weight"].transpose(2, 3, 1, 0)])
+
+
 def model(tf, kind):
+    if kind == "resnet":
+        return resnet(tf)
     L = tf.keras.layers
     if kind == "mlp":
         layers = [L.Flatten(), L.Dense(256, activation="relu"), L.Dense(10)]
@@ -76,7 +131,12 @@ def train(tf, a):
     x, y = load("train")
     xtr, ytr = tf.constant(x), tf.constant(y)
     net = model(tf, a.model)
-    opt = tf.keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
+    if a.model == "resnet":
+        lr = tf.keras.optimizers.schedules.CosineDecay(0.1 / 3, a.steps - a.warmup, alpha=0.0,
+                                                       warmup_target=0.1, warmup_steps=a.warmup)
+        opt = tf.keras.optimizers.SGD(learning_rate=lr, momentum=0.9, weight_decay=5e-4)
+    else:
+        opt = tf.keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
     @tf.function
@@ -104,12 +164,15 @@ def train(tf, a):
 
 def predict(tf, a):
     w = read_safetensors(a.weights)
-    net = model(tf, "cnn")
-    # conv: OIHW -> HWIO; fc1 rows: devmap flattens (C, H, W), Keras (H, W, C).
-    fc1 = w["fc1.weight"].reshape(1024, 64, 7, 7).transpose(2, 3, 1, 0).reshape(3136, 1024)
-    net.set_weights([w["conv1.weight"].transpose(2, 3, 1, 0), w["conv1.bias"],
-                     w["conv2.weight"].transpose(2, 3, 1, 0), w["conv2.bias"],
-                     fc1, w["fc1.bias"], w["logits.weight"].T, w["logits.bias"]])
+    net = model(tf, a.model)
+    if a.model == "resnet":
+        load_resnet_weights(net, w)
+    else:
+        # conv: OIHW -> HWIO; fc1 rows: devmap flattens (C, H, W), Keras (H, W, C).
+        fc1 = w["fc1.weight"].reshape(1024, 64, 7, 7).transpose(2, 3, 1, 0).reshape(3136, 1024)
+        net.set_weights([w["conv1.weight"].transpose(2, 3, 1, 0), w["conv1.bias"],
+                         w["conv2.weight"].transpose(2, 3, 1, 0), w["conv2.bias"],
+                         fc1, w["fc1.bias"], w["logits.weight"].T, w["logits.bias"]])
     x, _ = load("t10k")
     f = tf.function(lambda b: tf.argmax(net(b, training=False), axis=1))
     f(tf.constant(x[:a.batch])).numpy()  # traces the function outside the timed loop
@@ -118,7 +181,10 @@ def predict(tf, a):
     for i in range(0, len(x), a.batch):
         labels.append(f(tf.constant(x[i:i + a.batch])).numpy())
     secs = time.perf_counter() - t0
-    crc = zlib.crc32(np.concatenate(labels).astype(np.int64).tobytes())
+    labels = np.concatenate(labels).astype(np.int64)
+    if a.labels:
+        np.savetxt(a.labels, labels, fmt="%d")
+    crc = zlib.crc32(labels.tobytes())
     print(f"tensorflow {tf.__version__} images/s={len(x) / secs:.1f} seconds={secs:.3f} labels_crc={crc}")
 
 
@@ -126,21 +192,25 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=["train", "predict"])
     ap.add_argument("weights", nargs="?", help="(predict) devmap safetensors weights")
-    ap.add_argument("--model", choices=["cnn", "mlp"], default="cnn")
+    ap.add_argument("--model", choices=["cnn", "mlp", "resnet"], default="cnn")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=150)
-    ap.add_argument("--batch", type=int, default=None, help="64 for train, 1000 for predict")
+    ap.add_argument("--warmup", type=int, default=5, help="(train resnet) linear warm-up steps")
+    ap.add_argument("--batch", type=int, default=None, help="64 for train (resnet: 128), 1000 for predict")
+    ap.add_argument("--labels", help="(predict) write the labels here, one per line")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     import tensorflow as tf
 
     set_threads(tf, a.threads)
     if a.mode == "train":
-        a.batch = a.batch or 64
+        a.batch = a.batch or (128 if a.model == "resnet" else 64)
         train(tf, a)
     else:
         if not a.weights:
             ap.error("predict needs WEIGHTS")
+        if a.model == "mlp":
+            ap.error("predict runs --model cnn or resnet")
         a.batch = a.batch or 1000
         predict(tf, a)
 
