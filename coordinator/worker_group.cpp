@@ -1,5 +1,7 @@
 #include "coordinator/worker_group.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -193,7 +195,9 @@ void WorkerGroup::start(milliseconds timeout) {
     std::string prog = w->launch.program;
     std::string name = prog.substr(prog.find_last_of('/') + 1);
     w->process = std::make_unique<WorkerProcess>(
-        prog, std::vector<std::string>{"--endpoint", server_->endpoint(), "--device", w->device()},
+        prog,
+        std::vector<std::string>{"--endpoint", server_->endpoint(), "--device", w->device(), "--coordinator-pid",
+                                 std::to_string(::getpid())},
         name + " for " + w->device());
   }
   info_.assign(workers_.size(), WorkerInfo{});

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -37,10 +38,11 @@ using std::chrono::milliseconds;
 
 struct Args {
   std::string endpoint, device;
+  pid_t coordinator = 0;  // --coordinator-pid; 0: the parent at start-up
 };
 
 void print_usage(const std::string& program, std::ostream& os) {
-  os << "usage: " << program << " --endpoint ipc://PATH --device NAME\n"
+  os << "usage: " << program << " --endpoint ipc://PATH --device NAME [--coordinator-pid PID]\n"
      << "\n"
      << "A devmap worker process. The coordinator starts one per device; you do\n"
      << "not run it by hand. It connects to the coordinator's control socket,\n"
@@ -48,6 +50,8 @@ void print_usage(const std::string& program, std::ostream& os) {
      << "\n"
      << "  --endpoint ipc://PATH   the coordinator's control socket\n"
      << "  --device NAME           the device this worker serves (cpu:0, gpu:0, ...)\n"
+     << "  --coordinator-pid PID   the coordinator: when it is no longer this process's\n"
+     << "                          parent (it died, even before this one started), exit\n"
      << "  --describe              print the compute libraries this worker runs on and exit\n"
      << "  --help                  this text\n";
 }
@@ -64,7 +68,14 @@ Args parse_args(int argc, char** argv, const std::string& program) {
       a.endpoint = value();
     else if (arg == "--device")
       a.device = value();
-    else
+    else if (arg == "--coordinator-pid") {
+      const std::string v = value();
+      char* end = nullptr;
+      const long pid = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || pid <= 0)
+        throw_invalid(program + ": --coordinator-pid needs a pid, not '" + v + "'");
+      a.coordinator = static_cast<pid_t>(pid);
+    } else
       throw_invalid(program + ": unknown option '" + arg + "' (see --help)");
   }
   if (a.endpoint.empty() || a.device.empty())
@@ -414,7 +425,14 @@ class Worker {
 };
 
 void serve(const Args& args, const WorkerRuntime& rt) {
-  pid_t parent = ::getppid();
+  // A coordinator that died between spawning this worker and now has left
+  // it to another parent: recording that one would orphan this worker.
+  const pid_t parent = args.coordinator > 0 ? args.coordinator : ::getppid();
+  if (::getppid() != parent) {
+    std::fprintf(stderr, "%s: the coordinator (pid %d) is gone before this worker started: exiting\n",
+                 args.device.c_str(), static_cast<int>(parent));
+    ::_exit(1);
+  }
   zmq::context_t ctx(1);
   ControlClient client(ctx, args.endpoint, args.device);
   std::unique_ptr<Worker> worker;

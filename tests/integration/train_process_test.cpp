@@ -124,6 +124,18 @@ TEST_F(TrainProcessTest, AWorkerThatFailsStopsTheRunWithItsMessageAndLeavesNothi
   expect_nothing_left(json_field(start[0], "run_id"), dir_.path());
 }
 
+// A worker whose coordinator died before the worker started (another
+// process is its parent already) exits at once instead of waiting for ever.
+TEST(WorkerStartUp, ExitsWhenItsCoordinatorIsGoneBeforeItStarts) {
+  TempDir dir;
+  ProcessResult r = run_process({DEVMAP_WORKER_CPU_BIN, "--endpoint", "ipc://" + dir.path() + "/nobody.sock",
+                                 "--device", "cpu:0", "--coordinator-pid", "1"},
+                                dir.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("cpu:0: the coordinator (pid 1) is gone before this worker started: exiting"), std::string::npos)
+      << r.err;
+}
+
 TEST_F(TrainProcessTest, AKilledWorkerIsReportedAndNothingIsLeft) {
   std::thread killer([&] {
     // Wait for the start line, which names the worker's pid, then kill it.
