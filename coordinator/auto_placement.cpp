@@ -107,7 +107,7 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
     }
     r.devices.push_back(p);
   }
-  if (const std::optional<std::string> ck = contention_key(config, options))
+  if (const std::optional<std::string> ck = contention_key(config, keys))
     r.contention = cache.contention(*ck).value_or(0);
   r.links.assign(usable.size(), std::vector<LinkCost>(usable.size()));
   for (size_t a = 0; a < usable.size(); ++a)

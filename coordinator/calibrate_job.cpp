@@ -268,11 +268,16 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
     }
   }
   std::vector<const DeviceSpec*> cpus;
+  std::map<std::string, std::string> cpu_keys;
   for (const DeviceSpec& d : config.devices) {
     std::string why;
-    if (d.kind != DeviceKind::kGpu && usable_device_key(config, options, d.name, why)) cpus.push_back(&d);
+    if (d.kind == DeviceKind::kGpu) continue;
+    if (std::optional<std::string> key = usable_device_key(config, options, d.name, why)) {
+      cpus.push_back(&d);
+      cpu_keys[d.name] = *key;
+    }
   }
-  if (const std::optional<std::string> ck = contention_key(config, options);
+  if (const std::optional<std::string> ck = contention_key(config, cpu_keys);
       ck && (cal.force || !cache.contention(*ck))) {
     const double c = measure_contention(config, quiet, data, cpus, largest, cal);
     cache.put_contention(*ck, c);

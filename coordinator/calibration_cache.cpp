@@ -12,6 +12,14 @@
 namespace devmap {
 namespace {
 
+// The value under `key`, or nullopt.
+template <typename Map>
+std::optional<typename Map::mapped_type> value_at(const Map& map, const typename Map::key_type& key) {
+  auto it = map.find(key);
+  if (it == map.end()) return std::nullopt;
+  return it->second;
+}
+
 constexpr const char* kHeader = "# devmap calibration v1";
 
 std::vector<std::string> split_tabs(const std::string& line) {
@@ -141,9 +149,7 @@ void CalibrationCache::save(const std::string& path) const {
 
 std::optional<OpSeconds> CalibrationCache::op(const std::string& device_key, const std::string& signature,
                                               int64_t batch) const {
-  auto it = ops_.find({device_key, key_hash(signature), batch});
-  if (it == ops_.end()) return std::nullopt;
-  return it->second;
+  return value_at(ops_, {device_key, key_hash(signature), batch});
 }
 
 std::map<int64_t, OpSeconds> CalibrationCache::op_sizes(const std::string& device_key,
@@ -162,9 +168,7 @@ void CalibrationCache::put_op(const std::string& device_key, const std::string& 
 }
 
 std::optional<double> CalibrationCache::optimizer(const std::string& device_key, const std::string& optimizer) const {
-  auto it = optimizers_.find({device_key, optimizer});
-  if (it == optimizers_.end()) return std::nullopt;
-  return it->second;
+  return value_at(optimizers_, {device_key, optimizer});
 }
 
 void CalibrationCache::put_optimizer(const std::string& device_key, const std::string& optimizer,
@@ -173,9 +177,7 @@ void CalibrationCache::put_optimizer(const std::string& device_key, const std::s
 }
 
 std::optional<double> CalibrationCache::rate(const std::string& device_key) const {
-  auto it = rates_.find(device_key);
-  if (it == rates_.end()) return std::nullopt;
-  return it->second;
+  return value_at(rates_, device_key);
 }
 
 void CalibrationCache::put_rate(const std::string& device_key, double flops_per_s) {
@@ -183,9 +185,7 @@ void CalibrationCache::put_rate(const std::string& device_key, double flops_per_
 }
 
 std::optional<double> CalibrationCache::step_overhead(const std::string& device_key) const {
-  auto it = step_overhead_.find(device_key);
-  if (it == step_overhead_.end()) return std::nullopt;
-  return it->second;
+  return value_at(step_overhead_, device_key);
 }
 
 void CalibrationCache::put_step_overhead(const std::string& device_key, double seconds) {
@@ -193,9 +193,7 @@ void CalibrationCache::put_step_overhead(const std::string& device_key, double s
 }
 
 std::optional<double> CalibrationCache::contention(const std::string& devices_key) const {
-  auto it = contention_.find(devices_key);
-  if (it == contention_.end()) return std::nullopt;
-  return it->second;
+  return value_at(contention_, devices_key);
 }
 
 void CalibrationCache::put_contention(const std::string& devices_key, double contention) {
@@ -204,9 +202,7 @@ void CalibrationCache::put_contention(const std::string& devices_key, double con
 
 std::optional<LinkCost> CalibrationCache::link(const std::string& machine_key, const std::string& from_kind,
                                                const std::string& to_kind) const {
-  auto it = links_.find({machine_key, from_kind + "->" + to_kind});
-  if (it == links_.end()) return std::nullopt;
-  return it->second;
+  return value_at(links_, {machine_key, from_kind + "->" + to_kind});
 }
 
 void CalibrationCache::put_link(const std::string& machine_key, const std::string& from_kind,

@@ -84,20 +84,14 @@ std::string device_key(const Config& config, const RunOptions& options, const st
                   std::to_string(st.st_mtim.tv_nsec) + ";libraries=" + it->second);
 }
 
-std::optional<std::string> contention_key(const Config& config, const RunOptions& options) {
-  std::vector<std::string> keys;
-  for (const DeviceSpec& d : config.devices) {
-    if (d.kind == DeviceKind::kGpu) continue;
-    try {
-      keys.push_back(device_key(config, options, d.name));
-    } catch (const Error&) {
-      // A worker that cannot run here contends with nothing.
-    }
-  }
-  if (keys.size() < 2) return std::nullopt;
-  std::sort(keys.begin(), keys.end());
+std::optional<std::string> contention_key(const Config& config, const std::map<std::string, std::string>& keys) {
+  std::vector<std::string> cpus;
+  for (const DeviceSpec& d : config.devices)
+    if (auto k = keys.find(d.name); k != keys.end() && d.kind != DeviceKind::kGpu) cpus.push_back(k->second);
+  if (cpus.size() < 2) return std::nullopt;
+  std::sort(cpus.begin(), cpus.end());
   std::string text = "contention";
-  for (const std::string& k : keys) text += ";" + k;
+  for (const std::string& k : cpus) text += ";" + k;
   return key_hash(text);
 }
 
@@ -181,7 +175,7 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
     estimated->insert("handoffs " + from + " -> " + to);
     return kEstimatedHandoffLatency + static_cast<double>(bytes) / kEstimatedHandoffBytesPerSecond;
   };
-  if (const std::optional<std::string> ck = contention_key(config, options)) {
+  if (const std::optional<std::string> ck = contention_key(config, *keys)) {
     if (auto c = cache->contention(*ck))
       pc.costs.contention = *c;
     else

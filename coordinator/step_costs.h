@@ -9,6 +9,7 @@
 // plan can say what it did not measure.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -31,10 +32,10 @@ std::string machine_key_text();
 std::string device_key(const Config& config, const RunOptions& options, const std::string& device);
 
 // The calibration cache's key of how the config's CPU devices slow each
-// other down when they compute at once (their device keys, so their
-// threads and worker build); nullopt with fewer than two CPU devices whose
-// worker runs here.
-std::optional<std::string> contention_key(const Config& config, const RunOptions& options);
+// other down when they compute at once: their device keys (so their
+// threads and worker build), from `keys` (device name -> device_key, for
+// the devices whose worker runs here); nullopt with fewer than two.
+std::optional<std::string> contention_key(const Config& config, const std::map<std::string, std::string>& keys);
 
 // The analytical estimate where nothing was measured (also the planner's
 // device rates and links before a calibration).
