@@ -61,7 +61,7 @@ if [[ $sanitizers -eq 1 ]]; then
   dir=$("$root/scripts/build.sh" tsan transport_tests)
   stage "test (tsan)"
   (cd "$dir" && TSAN_OPTIONS="suppressions=$root/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1" \
-    ctest --output-on-failure --timeout 600 -j "$jobs" -L transport "${args[@]}")
+    ctest --output-on-failure --timeout 180 -j "$jobs" -L transport "${args[@]}")
   check_segments "tsan"
 fi
 stage ""

@@ -42,6 +42,16 @@ struct Ring {
   }
 };
 
+// Both processes of a test die by SIGALRM after this long: when one of
+// them fails (a sanitizer's halt_on_error included), the other would
+// otherwise wait on the ring for ever.
+constexpr unsigned kHangSeconds = 60;
+
+struct HangAlarm {
+  HangAlarm() { ::alarm(kHangSeconds); }
+  ~HangAlarm() { ::alarm(0); }
+};
+
 float pattern(int64_t step, size_t i) {
   return static_cast<float>(step * 1000003 + static_cast<int64_t>(i % 977));
 }
@@ -52,6 +62,7 @@ template <typename Body>
 pid_t spawn_child(Body body) {
   pid_t pid = ::fork();
   if (pid == 0) {
+    ::alarm(kHangSeconds);  // alarms are not inherited across fork
     int code = 1;
     try {
       code = body() ? 0 : 1;  // body's sockets close (and flush) before _exit
@@ -71,6 +82,7 @@ int wait_child(pid_t pid) {
 }
 
 TEST(ShmChannel, AConsumerProcessReadsEveryTensorInPlace) {
+  HangAlarm alarm;
   Ring ring;
   constexpr int kSteps = 50;
   pid_t child = spawn_child([&] {
@@ -102,6 +114,7 @@ TEST(ShmChannel, AConsumerProcessReadsEveryTensorInPlace) {
 }
 
 TEST(ShmChannel, AProducerWaitsForTheConsumerToReleaseASlot) {
+  HangAlarm alarm;
   Ring ring;
   pid_t child = spawn_child([&] {
     zmq::context_t ctx(1);
