@@ -22,13 +22,15 @@ struct ParamRef {
   std::string name, device;
   Shape shape;
   bool trained = true;  // false: op state (running statistics), without optimizer state
+  FileDtype stored_as = FileDtype::kF32;
 };
 
 // Every parameter and op state, under its "op.param" name.
 std::vector<ParamRef> graph_params(const Graph& g) {
   std::vector<ParamRef> out;
   for (const Node& n : g.nodes())
-    for (const ParamSpec& p : n.params) out.push_back({n.name + "." + p.name, n.device, p.shape, p.trained});
+    for (const ParamSpec& p : n.params)
+      out.push_back({n.name + "." + p.name, n.device, p.shape, p.trained, p.stored_as});
   return out;
 }
 
@@ -44,8 +46,8 @@ void fsync_path(const std::string& path, int flags) {
 // workers fill their ranges of a temporary file that is then renamed.
 void write_file(WorkerGroup& workers, const std::vector<ParamRef>& tensors, const std::string& path,
                 const std::map<std::string, std::string>& metadata) {
-  std::vector<std::pair<std::string, Shape>> list;
-  for (const ParamRef& t : tensors) list.emplace_back(t.name, t.shape);
+  std::vector<SafetensorsTensor> list;
+  for (const ParamRef& t : tensors) list.push_back({t.name, t.shape, t.stored_as});
   SafetensorsLayout layout = make_safetensors_layout(list, metadata);
   fs::path target(path);
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
@@ -67,7 +69,7 @@ void write_file(WorkerGroup& workers, const std::vector<ParamRef>& tensors, cons
       ParamsIo& io = by_device[t.device];
       io.op = ParamsIo::Op::kSave;
       io.path = tmp;
-      io.entries.push_back({t.name, layout.data_start + e->begin, e->end - e->begin});
+      io.entries.push_back({t.name, layout.data_start + e->begin, e->end - e->begin, e->dtype});
     }
     std::map<std::string, std::string> frames;
     for (const auto& [device, io] : by_device)
@@ -118,10 +120,14 @@ std::map<std::string, std::string> load_tensors(WorkerGroup& workers, const std:
     if (e->shape != p.shape)
       throw_invalid(path + ": tensor '" + p.name + "' has shape " + e->shape.to_string() + ", the " + what + "'s is " +
                     p.shape.to_string());
+    // A count may come as F32 too (weights files of devmap before it wrote I64).
+    if (e->dtype != p.stored_as && e->dtype != FileDtype::kF32)
+      throw_invalid(path + ": tensor '" + p.name + "' has dtype " + file_dtype_name(e->dtype) + ", the " + what +
+                    "'s is " + file_dtype_name(p.stored_as));
     ParamsIo& io = by_device[p.device];
     io.op = ParamsIo::Op::kLoad;
     io.path = path;
-    io.entries.push_back({p.name, layout.data_start + e->begin, e->end - e->begin});
+    io.entries.push_back({p.name, layout.data_start + e->begin, e->end - e->begin, e->dtype});
   }
   for (const SafetensorsEntry& e : layout.entries) {
     bool known = false;
@@ -165,6 +171,7 @@ std::vector<std::string> nonfinite_tensors(const std::string& path) {
   std::vector<std::string> bad;
   std::vector<float> data;
   for (const SafetensorsEntry& e : layout.entries) {
+    if (e.dtype != FileDtype::kF32) continue;  // integers are always finite
     data.resize((e.end - e.begin) / sizeof(float));
     f.seekg(static_cast<std::streamoff>(layout.data_start + e.begin));
     f.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(float)));

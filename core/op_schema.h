@@ -10,6 +10,7 @@
 
 #include "core/attrs.h"
 #include "core/device_kind.h"
+#include "core/file_dtype.h"
 #include "core/shape.h"
 
 namespace devmap {
@@ -32,6 +33,9 @@ struct ParamSpec {
   // never given a gradient or optimizer state. Listed after the trained
   // parameters; a kernel's backward gets null gradient views for them.
   bool trained = true;
+  // How the weights file stores it. kI64: an integer count (state only),
+  // float32 in memory, int64 in the file as in PyTorch.
+  FileDtype stored_as = FileDtype::kF32;
 };
 
 // Where an op sits in a job.

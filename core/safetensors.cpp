@@ -157,7 +157,7 @@ const SafetensorsEntry* SafetensorsLayout::find(const std::string& name) const {
   return nullptr;
 }
 
-SafetensorsLayout make_safetensors_layout(const std::vector<std::pair<std::string, Shape>>& tensors,
+SafetensorsLayout make_safetensors_layout(const std::vector<SafetensorsTensor>& tensors,
                                           const std::map<std::string, std::string>& metadata) {
   SafetensorsLayout l;
   l.metadata = metadata;
@@ -172,11 +172,11 @@ SafetensorsLayout make_safetensors_layout(const std::vector<std::pair<std::strin
     h += "}";
   }
   uint64_t off = 0;
-  for (const auto& [name, shape] : tensors) {
-    uint64_t bytes = static_cast<uint64_t>(shape.numel()) * 4;
-    l.entries.push_back({name, shape, off, off + bytes});
+  for (const auto& [name, shape, dtype] : tensors) {
+    uint64_t bytes = static_cast<uint64_t>(shape.numel()) * file_dtype_bytes(dtype);
+    l.entries.push_back({name, shape, off, off + bytes, dtype});
     if (h.size() > 1) h += ",";
-    h += json_quote(name) + ":{\"dtype\":\"F32\",\"shape\":[";
+    h += json_quote(name) + ":{\"dtype\":\"" + file_dtype_name(dtype) + "\",\"shape\":[";
     for (int i = 0; i < shape.rank(); ++i) h += (i ? "," : "") + std::to_string(shape[i]);
     h += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + bytes) + "]}";
     off += bytes;
@@ -232,16 +232,20 @@ SafetensorsLayout parse_safetensors_header(const std::string& bytes, uint64_t fi
         r.fail("unknown field '" + field + "' in '" + key + "'");
       }
     });
-    if (dtype != "F32") throw_invalid(name + ": tensor '" + key + "' has dtype '" + dtype + "'; devmap reads F32 only");
+    if (dtype == "I64")
+      e.dtype = FileDtype::kI64;
+    else if (dtype != "F32")
+      throw_invalid(name + ": tensor '" + key + "' has dtype '" + dtype + "'; devmap reads F32 and I64 only");
     if (!has_shape || !has_offsets) throw_invalid(name + ": tensor '" + key + "' lacks shape or data_offsets");
     if (e.begin > e.end || e.end > l.data_bytes)
       throw_invalid(name + ": tensor '" + key + "' has offsets [" + std::to_string(e.begin) + ", " +
                     std::to_string(e.end) + "] outside the " + std::to_string(l.data_bytes) + " data bytes");
     double elems = 1;
     for (int64_t d : e.shape.dims()) elems *= static_cast<double>(d);
-    if (elems * 4 != static_cast<double>(e.end - e.begin))
+    const double elem_bytes = static_cast<double>(file_dtype_bytes(e.dtype));
+    if (elems * elem_bytes != static_cast<double>(e.end - e.begin))
       throw_invalid(name + ": tensor '" + key + "' has shape " + e.shape.to_string() + " (" +
-                    std::to_string(static_cast<uint64_t>(elems * 4)) + " bytes) but " +
+                    std::to_string(static_cast<uint64_t>(elems * elem_bytes)) + " bytes) but " +
                     std::to_string(e.end - e.begin) + " bytes of data");
     for (const SafetensorsEntry& other : l.entries)
       if (other.name == key) throw_invalid(name + ": tensor '" + key + "' appears twice");

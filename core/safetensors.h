@@ -1,7 +1,8 @@
 // The safetensors file format: an 8-byte little-endian header length, a
 // JSON header {"name": {"dtype": "F32", "shape": [...], "data_offsets":
 // [begin, end]}, ..., "__metadata__": {"key": "value"}}, then the raw
-// data. Offsets are relative to the end of the header. Only F32 tensors.
+// data. Offsets are relative to the end of the header. F32 tensors, and I64
+// for integer state (core/file_dtype.h).
 //
 // The reader validates everything before anyone trusts a byte: a damaged
 // or foreign file is a devmap::Error naming the file and the problem,
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_dtype.h"
 #include "core/shape.h"
 
 namespace devmap {
@@ -21,6 +23,14 @@ struct SafetensorsEntry {
   std::string name;
   Shape shape;
   uint64_t begin = 0, end = 0;  // byte offsets into the data section
+  FileDtype dtype = FileDtype::kF32;
+};
+
+// A tensor to lay out: its name, shape and stored type.
+struct SafetensorsTensor {
+  std::string name;
+  Shape shape;
+  FileDtype dtype = FileDtype::kF32;
 };
 
 struct SafetensorsLayout {
@@ -34,7 +44,7 @@ struct SafetensorsLayout {
 };
 
 // Lays out `tensors` contiguously in the given order, with `metadata`.
-SafetensorsLayout make_safetensors_layout(const std::vector<std::pair<std::string, Shape>>& tensors,
+SafetensorsLayout make_safetensors_layout(const std::vector<SafetensorsTensor>& tensors,
                                           const std::map<std::string, std::string>& metadata = {});
 
 // Parses and validates the header of `bytes` (at least the header; the file

@@ -121,9 +121,9 @@ int main(int argc, char** argv) {
       write("config_plan", stem + ".yaml", text);
       try {
         const Config config = load_config_text(text, entry.path().string());
-        std::vector<std::pair<std::string, Shape>> params;
+        std::vector<SafetensorsTensor> params;
         for (const Node& n : config.graph.nodes())
-          for (const ParamSpec& p : n.params) params.emplace_back(n.name + "." + p.name, p.shape);
+          for (const ParamSpec& p : n.params) params.push_back({n.name + "." + p.name, p.shape, p.stored_as});
         write("safetensors_header", stem, safetensors_file(make_safetensors_layout(params, {{"format", "pt"}}), false));
         for (const WorkerPlan& p : fuzz::plan_workers(config)) {
           const std::string bytes = encode_worker_plan(p);

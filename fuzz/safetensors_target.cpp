@@ -20,13 +20,13 @@ namespace {
 void check_layout(const SafetensorsLayout& l, uint64_t file_size) {
   FUZZ_CHECK(l.data_start == 8 + l.header.size(), "the data follows the header");
   FUZZ_CHECK(l.data_start + l.data_bytes == file_size, "the data fills the file");
-  std::vector<std::pair<std::string, Shape>> tensors;
+  std::vector<SafetensorsTensor> tensors;
   uint64_t at = 0;
   for (const SafetensorsEntry& e : l.entries) {
     FUZZ_CHECK(e.begin == at && e.begin <= e.end && e.end <= l.data_bytes, "entries tile the data");
     FUZZ_CHECK(l.find(e.name) == &e, "names are unique");
     at = e.end;
-    tensors.emplace_back(e.name, e.shape);
+    tensors.push_back({e.name, e.shape, e.dtype});
   }
   FUZZ_CHECK(at == l.data_bytes, "no bytes after the last tensor");
 
@@ -41,7 +41,7 @@ void check_layout(const SafetensorsLayout& l, uint64_t file_size) {
     for (size_t i = 0; i < read.entries.size(); ++i) {
       const SafetensorsEntry& a = read.entries[i];
       const SafetensorsEntry& b = l.entries[i];
-      FUZZ_CHECK(a.name == b.name && a.shape == b.shape, "the same names and shapes");
+      FUZZ_CHECK(a.name == b.name && a.shape == b.shape && a.dtype == b.dtype, "the same names, shapes and dtypes");
       FUZZ_CHECK(a.end - a.begin == b.end - b.begin, "the same sizes");
     }
   } catch (const Error& e) {

@@ -13,6 +13,7 @@ std::string encode_params_io(const ParamsIo& io) {
     w.put_string(e.name);
     w.put<uint64_t>(e.offset);
     w.put<uint64_t>(e.bytes);
+    w.put<uint8_t>(static_cast<uint8_t>(e.dtype));
   }
   return w.bytes();
 }
@@ -24,12 +25,15 @@ ParamsIo decode_params_io(std::string_view bytes) {
   if (op > 1) throw_runtime("malformed PARAMS_IO: unknown operation");
   io.op = static_cast<ParamsIo::Op>(op);
   io.path = r.get_string();
-  uint32_t n = r.get_count(20);
+  uint32_t n = r.get_count(21);
   for (uint32_t i = 0; i < n; ++i) {
     ParamsIo::Entry e;
     e.name = r.get_string();
     e.offset = r.get<uint64_t>();
     e.bytes = r.get<uint64_t>();
+    uint8_t dtype = r.get<uint8_t>();
+    if (dtype > 1) throw_runtime("malformed PARAMS_IO: unknown dtype");
+    e.dtype = static_cast<FileDtype>(dtype);
     io.entries.push_back(std::move(e));
   }
   if (!r.done()) throw_runtime("malformed PARAMS_IO: trailing bytes");

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/file_dtype.h"
+
 namespace devmap {
 
 struct ParamsIo {
@@ -18,6 +20,7 @@ struct ParamsIo {
     std::string name;     // "conv1.weight", or "conv1.weight.opt0" for optimizer state slot 0
     uint64_t offset = 0;  // absolute file offset
     uint64_t bytes = 0;
+    FileDtype dtype = FileDtype::kF32;  // in the file; memory is float32 (converted, kI64)
   };
   Op op = Op::kSave;
   std::string path;

@@ -193,39 +193,58 @@ class Worker {
     int fd = ::open(io.path.c_str(), io.op == ParamsIo::Op::kSave ? O_WRONLY : O_RDONLY);
     if (fd < 0) throw_runtime("cannot open " + io.path + ": " + std::strerror(errno));
     try {
-      DeviceMemory& mem = exec_->memory();
-      std::vector<float> staging;
-      for (const ParamsIo::Entry& e : io.entries) {
-        float* data = tensor_for(e.name);
-        const Parameter* p = param_of(e.name);
-        uint64_t bytes = static_cast<uint64_t>(p->spec.shape.numel()) * 4;
-        if (bytes != e.bytes)
-          throw_runtime(e.name + ": " + std::to_string(e.bytes) + " bytes in " + io.path + ", " +
-                        std::to_string(bytes) + " here");
-        // Device memory the CPU cannot address goes through a host copy.
-        float* host = data;
-        if (!mem.host_accessible()) {
-          staging.resize(static_cast<size_t>(p->spec.shape.numel()));
-          host = staging.data();
-          if (io.op == ParamsIo::Op::kSave) mem.copy_to_host(host, data, bytes);
-        }
-        auto* c = reinterpret_cast<char*>(host);
-        for (uint64_t done = 0; done < bytes;) {
-          ssize_t n = io.op == ParamsIo::Op::kSave
-                          ? ::pwrite(fd, c + done, bytes - done, static_cast<off_t>(e.offset + done))
-                          : ::pread(fd, c + done, bytes - done, static_cast<off_t>(e.offset + done));
-          if (n <= 0)
-            throw_runtime(std::string(io.op == ParamsIo::Op::kSave ? "writing " : "reading ") + e.name + " in " +
-                          io.path + ": " + (n == 0 ? "unexpected end of file" : std::strerror(errno)));
-          done += static_cast<uint64_t>(n);
-        }
-        if (host != data && io.op == ParamsIo::Op::kLoad) mem.copy_from_host(data, host, bytes);
-      }
+      for (const ParamsIo::Entry& e : io.entries) transfer_tensor(fd, io, e);
     } catch (...) {
       ::close(fd);
       throw;
     }
     ::close(fd);
+  }
+
+  // One tensor between its memory and its byte range of the file. Memory
+  // the CPU cannot address, and a tensor stored as I64, go through a host
+  // float32 copy.
+  void transfer_tensor(int fd, const ParamsIo& io, const ParamsIo::Entry& e) {
+    float* data = tensor_for(e.name);
+    const Parameter* p = param_of(e.name);
+    const size_t n = static_cast<size_t>(p->spec.shape.numel());
+    const uint64_t bytes = n * 4;
+    if (n * file_dtype_bytes(e.dtype) != e.bytes)
+      throw_runtime(e.name + ": " + std::to_string(e.bytes) + " bytes of " + file_dtype_name(e.dtype) + " in " +
+                    io.path + ", " + std::to_string(n) + " elements here");
+    const bool save = io.op == ParamsIo::Op::kSave;
+    DeviceMemory& mem = exec_->memory();
+    float* host = data;
+    if (!mem.host_accessible()) {
+      staging_.resize(n);
+      host = staging_.data();
+      if (save) mem.copy_to_host(host, data, bytes);
+    }
+    std::vector<int64_t> counts;
+    char* file_bytes = reinterpret_cast<char*>(host);
+    if (e.dtype == FileDtype::kI64) {
+      counts.resize(n);
+      if (save)
+        for (size_t i = 0; i < n; ++i) counts[i] = std::llround(host[i]);
+      file_bytes = reinterpret_cast<char*>(counts.data());
+    }
+    for (uint64_t done = 0; done < e.bytes;) {
+      ssize_t got = save ? ::pwrite(fd, file_bytes + done, e.bytes - done, static_cast<off_t>(e.offset + done))
+                         : ::pread(fd, file_bytes + done, e.bytes - done, static_cast<off_t>(e.offset + done));
+      if (got <= 0)
+        throw_runtime(std::string(save ? "writing " : "reading ") + e.name + " in " + io.path + ": " +
+                      (got == 0 ? "unexpected end of file" : std::strerror(errno)));
+      done += static_cast<uint64_t>(got);
+    }
+    if (save) return;
+    if (e.dtype == FileDtype::kI64)
+      for (size_t i = 0; i < n; ++i) {
+        if (counts[i] < 0 || counts[i] > kLargestExactCount)
+          throw_runtime(io.path + ": " + e.name + " holds " + std::to_string(counts[i]) +
+                        ", outside the counts devmap keeps exactly (0 to " + std::to_string(kLargestExactCount) + ")");
+        host[i] = static_cast<float>(counts[i]);
+      }
+    if (host != data) mem.copy_from_host(data, host, bytes);
   }
 
   // BYE's body: counters, then the per-op profile when asked for.
@@ -421,7 +440,8 @@ class Worker {
   double peak_flops_ = 0;  // WorkerRuntime::peak_flops_per_core, when profiling
   int loss_node_ = -1, metric_node_ = -1;
   int64_t fail_at_step_ = -1, hang_at_step_ = -1;
-  TraceBuffer trace_;  // the traced step's timeline, reused step after step (storage made at the first)
+  TraceBuffer trace_;           // the traced step's timeline, reused step after step (storage made at the first)
+  std::vector<float> staging_;  // PARAMS_IO's host copy of a tensor the CPU cannot address
 };
 
 void serve(const Args& args, const WorkerRuntime& rt) {

@@ -33,8 +33,8 @@ OpSchema batch_norm_schema() {
     return in[0];
   };
   // PyTorch's names and initialisation; the running statistics and the
-  // batch count are state (not trained). num_batches_tracked is stored as a
-  // float32 scalar (PyTorch's is int64; load_state_dict copies it across).
+  // batch count are state (not trained). num_batches_tracked is a float32
+  // scalar in memory and int64 in the weights file, as PyTorch's buffer.
   s.params = [](const Attrs&, const std::vector<Shape>& in) {
     const Shape c{in[0][0]};
     return std::vector<ParamSpec>{
@@ -42,7 +42,7 @@ OpSchema batch_norm_schema() {
         {"bias", c, 1, ParamInit::kZeros},
         {"running_mean", c, 1, ParamInit::kZeros, false},
         {"running_var", c, 1, ParamInit::kOnes, false},
-        {"num_batches_tracked", Shape{}, 1, ParamInit::kZeros, false},
+        {"num_batches_tracked", Shape{}, 1, ParamInit::kZeros, false, FileDtype::kI64},
     };
   };
   s.forward_flops = [](const Attrs&, const std::vector<Shape>&, const Shape& out) {

@@ -38,6 +38,23 @@ TEST(Safetensors, LayoutRoundTrips) {
   EXPECT_EQ(r.metadata.at("step"), "42");
 }
 
+// Integer counts (batch_norm's num_batches_tracked) are I64, 8 bytes an
+// element, as PyTorch writes them.
+TEST(Safetensors, I64TensorsRoundTripWithTheirSize) {
+  SafetensorsLayout l = make_safetensors_layout(
+      {{"bn.running_mean", Shape{4}}, {"bn.num_batches_tracked", Shape{}, FileDtype::kI64}, {"fc.bias", Shape{2}}});
+  EXPECT_NE(l.header.find(R"("bn.num_batches_tracked":{"dtype":"I64","shape":[])"), std::string::npos) << l.header;
+  EXPECT_EQ(l.data_bytes, 16u + 8u + 8u);
+  SafetensorsLayout r = parse_safetensors_header(file_with(l.header, l.data_bytes), l.data_start + l.data_bytes, "w");
+  ASSERT_NE(r.find("bn.num_batches_tracked"), nullptr);
+  EXPECT_EQ(r.find("bn.num_batches_tracked")->dtype, FileDtype::kI64);
+  EXPECT_EQ(r.find("fc.bias")->dtype, FileDtype::kF32);
+  EXPECT_EQ(r.find("fc.bias")->begin, 24u);
+  // An I64 tensor whose bytes are counted as F32 is an error.
+  EXPECT_NE(error_of(file_with(R"({"n":{"dtype":"I64","shape":[2],"data_offsets":[0,8]}})", 8)).find("(16 bytes)"),
+            std::string::npos);
+}
+
 TEST(Safetensors, DamagedOrForeignFilesAreClearErrors) {
   const std::string ok = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   EXPECT_EQ(error_of(file_with(ok, 8)), "");

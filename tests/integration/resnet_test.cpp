@@ -7,7 +7,10 @@
 // an error (exit 2); pipelined schedules give the lock-step bits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -27,6 +30,36 @@ const std::vector<std::string> kShort = {
 
 bool have_data() {
   return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+}
+
+int64_t int64_at(const std::string& bytes, uint64_t offset) {
+  int64_t v = 0;
+  std::memcpy(&v, bytes.data() + offset, sizeof v);
+  return v;
+}
+
+// `weights` rewritten as devmap wrote it before counts were int64: every
+// tensor float32.
+std::string with_float_counts(const std::string& weights) {
+  const SafetensorsLayout in = parse_safetensors_header(weights, weights.size(), "weights");
+  std::vector<SafetensorsTensor> tensors;
+  for (const SafetensorsEntry& e : in.entries) tensors.push_back({e.name, e.shape, FileDtype::kF32});
+  const SafetensorsLayout out = make_safetensors_layout(tensors, in.metadata);
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[static_cast<size_t>(i)] = static_cast<char>((out.header.size() >> (8 * i)) & 0xff);
+  file += out.header;
+  for (const SafetensorsEntry& e : in.entries) {
+    const uint64_t at = in.data_start + e.begin;
+    if (e.dtype == FileDtype::kF32) {
+      file.append(weights, at, e.end - e.begin);
+      continue;
+    }
+    for (uint64_t k = 0; k < e.end - e.begin; k += 8) {
+      const float v = static_cast<float>(int64_at(weights, at + k));
+      file.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+  }
+  return file;
 }
 
 struct TrainRun {
@@ -78,6 +111,11 @@ TEST(ResnetSplit, TwoWorkersGiveTheSameLossesAndWeightsAsOneToTheBit) {
   for (const char* name : {"bn1.weight", "bn1.running_mean", "bn1.running_var", "bn1.num_batches_tracked",
                            "l3b2_bn2.running_var", "l2b1_downbn.num_batches_tracked"})
     EXPECT_NE(layout.find(name), nullptr) << name;
+  // Batch counts are int64 in the file, as PyTorch's buffer: one per step.
+  const SafetensorsEntry* count = layout.find("bn1.num_batches_tracked");
+  ASSERT_NE(count, nullptr);
+  EXPECT_EQ(count->dtype, FileDtype::kI64);
+  EXPECT_EQ(int64_at(a, layout.data_start + count->begin), kSteps);
   // The training state has optimizer state for trained parameters only.
   const SafetensorsLayout state = read_safetensors_layout(dir.path() + "/one/w.state.safetensors");
   EXPECT_NE(state.find("bn1.weight.opt0"), nullptr);
@@ -89,6 +127,33 @@ TEST(ResnetSplit, TwoWorkersGiveTheSameLossesAndWeightsAsOneToTheBit) {
     last += std::stod(one.losses[static_cast<size_t>(kSteps - 1 - i)]);
   }
   EXPECT_LT(last, first);
+}
+
+// A checkpoint from before batch counts were int64 (float32 counts) still
+// resumes, to the same bits as the int64 one, and the counts go on.
+TEST(ResnetWeights, FloatBatchCountsFromEarlierFilesStillResume) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
+  TempDir dir;
+  const std::vector<std::string> three = {"--set", "train.max_steps=3"},
+                                 five = {"--set", "train.max_steps=5", "--resume"};
+  ASSERT_EQ(train(dir.path(), "now", "fashion_mnist_resnet.yaml", three).process.exit_code, 0);
+  std::filesystem::create_directories(dir.path() + "/old");
+  std::ofstream(dir.path() + "/old/w.safetensors", std::ios::binary)
+      << with_float_counts(read_file(dir.path() + "/now/w.safetensors"));
+  std::filesystem::copy_file(dir.path() + "/now/w.state.safetensors", dir.path() + "/old/w.state.safetensors");
+  ASSERT_EQ(read_safetensors_layout(dir.path() + "/old/w.safetensors").find("bn1.num_batches_tracked")->dtype,
+            FileDtype::kF32);
+  for (const char* tag : {"now", "old"}) {
+    const TrainRun r = train(dir.path(), tag, "fashion_mnist_resnet.yaml", five);
+    EXPECT_EQ(r.process.exit_code, 0) << r.process.err;
+  }
+  const std::string now = read_file(dir.path() + "/now/w.safetensors");
+  EXPECT_TRUE(now == read_file(dir.path() + "/old/w.safetensors")) << "the resumed weights files differ";
+  const SafetensorsLayout layout = parse_safetensors_header(now, now.size(), "w.safetensors");
+  const SafetensorsEntry* count = layout.find("l2b1_downbn.num_batches_tracked");
+  ASSERT_NE(count, nullptr);
+  EXPECT_EQ(count->dtype, FileDtype::kI64);
+  EXPECT_EQ(int64_at(now, layout.data_start + count->begin), 5);
 }
 
 // Pipelined schedules keep each micro-batch's statistics its own and update

@@ -111,7 +111,7 @@ class ReferenceCnn(nn.Module):
 
 
 def read_safetensors(path):
-    """A safetensors file as a state dict (F32 only), read with the format's own rules."""
+    """A safetensors file as a state dict (F32 and I64), read with the format's own rules."""
     raw = open(path, "rb").read()
     n = int.from_bytes(raw[:8], "little")
     header = json.loads(raw[8:8 + n])
@@ -121,7 +121,8 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         b, e = t["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(data[b:e], dtype="<f4").copy().reshape(t["shape"]))
+        dtype = {"F32": "<f4", "I64": "<i8"}[t["dtype"]]
+        out[name] = torch.from_numpy(np.frombuffer(data[b:e], dtype=dtype).copy().reshape(t["shape"]))
     return out
 
 

@@ -194,8 +194,8 @@ def main():
           f"PyTorch float32 {theirs_drift:.2e} (allowed {a.chaos_factor:g}x + {a.rtol:.0e})")
     ok = len(ours) == a.steps and first <= a.rtol and ours_drift <= a.chaos_factor * theirs_drift + a.rtol
 
-    # devmap's weights file loads as it is (num_batches_tracked is float32
-    # there; load_state_dict copies it into PyTorch's int64 buffer).
+    # devmap's weights file loads as it is, num_batches_tracked int64 as
+    # PyTorch's buffer.
     loaded = ResNet()
     loaded.load_state_dict(te.read_safetensors(weights), strict=True)
     ours_sd, theirs_sd, exact_sd = loaded.state_dict(), net.state_dict(), net64.state_dict()
@@ -203,11 +203,14 @@ def main():
     ours_stats = max(max_relative(ours_sd[k], exact_sd[k]) for k in stat_keys)
     theirs_stats = max(max_relative(theirs_sd[k], exact_sd[k]) for k in stat_keys)
     counts = {k: int(ours_sd[k]) for k in exact_sd if k.endswith("num_batches_tracked")}
+    file_dtypes = {str(v.dtype) for k, v in te.read_safetensors(weights).items() if k.endswith("num_batches_tracked")}
     print(f"running statistics ({len(stat_keys)} tensors): largest relative distance from PyTorch float64: "
           f"devmap {ours_stats:.2e}, PyTorch float32 {theirs_stats:.2e}")
-    print(f"num_batches_tracked: {sorted(set(counts.values()))} (PyTorch's {int(theirs_sd['bn1.num_batches_tracked'])})")
+    print(f"num_batches_tracked: {sorted(set(counts.values()))} (PyTorch's {int(theirs_sd['bn1.num_batches_tracked'])}),"
+          f" stored as {', '.join(sorted(file_dtypes))}")
     ok = ok and ours_stats <= a.chaos_factor * theirs_stats + a.rtol
     ok = ok and len(counts) == 15 and all(c == a.steps * count for c in counts.values())
+    ok = ok and file_dtypes == {"torch.int64"}
     if a.memory_limit:
         ok = ok and count > 1 and len(statistics_lines) == 15
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "transport/control_channel.h"
+#include "transport/params_io.h"
 
 namespace devmap {
 namespace {
@@ -38,6 +39,26 @@ TEST(Wire, NamesAreTruncatedAndTerminated) {
   wire::Hello h{};
   wire::copy_name(h.device, "a-device-name-that-is-far-too-long-for-the-field");
   EXPECT_EQ(wire::read_name(h.device).size(), sizeof h.device - 1);
+}
+
+TEST(ParamsIo, EntriesRoundTripWithTheirDtype) {
+  ParamsIo io;
+  io.op = ParamsIo::Op::kLoad;
+  io.path = "/tmp/w.safetensors";
+  io.entries = {{"bn1.weight", 128, 64, FileDtype::kF32}, {"bn1.num_batches_tracked", 192, 8, FileDtype::kI64}};
+  const std::string bytes = encode_params_io(io);
+  const ParamsIo back = decode_params_io(bytes);
+  EXPECT_EQ(back.op, ParamsIo::Op::kLoad);
+  EXPECT_EQ(back.path, io.path);
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[1].name, "bn1.num_batches_tracked");
+  EXPECT_EQ(back.entries[1].offset, 192u);
+  EXPECT_EQ(back.entries[1].bytes, 8u);
+  EXPECT_EQ(back.entries[1].dtype, FileDtype::kI64);
+  std::string bad_dtype = bytes;
+  bad_dtype.back() = 7;
+  EXPECT_THROW(decode_params_io(bad_dtype), Error);
+  EXPECT_THROW(decode_params_io(bytes.substr(0, bytes.size() - 1)), Error);
 }
 
 TEST(ControlChannel, AWorkerAndTheCoordinatorExchangeMessages) {
