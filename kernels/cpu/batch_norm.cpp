@@ -1,9 +1,12 @@
 #include "kernels/cpu/batch_norm.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "core/error.h"
+#include "kernels/cpu/cpu_dispatch.h"
 #include "kernels/cpu/parallel.h"
 
 namespace devmap::cpu {
@@ -20,27 +23,123 @@ Layout layout_of(const Shape& s) {
   return Layout{s[0], s[1], s.rank() == 4 ? s[2] * s[3] : 1};
 }
 
-struct Moments {
-  double mean, var;  // var biased
+// A channel's sums are kept in 16 double lanes: position j of every
+// sample's plane goes to lane j % 16, and the lanes are added in a fixed
+// tree at the end. The lanes are two 8-wide vectors of GCC's generic vector
+// type, which every CPU path computes lane by lane with the same
+// operations, so the bits are the same on every path.
+using Float8 = float __attribute__((vector_size(32)));
+using Double8 = double __attribute__((vector_size(64)));
+constexpr int kLanes = 16;
+
+struct Lanes {
+  Double8 lo{}, hi{};  // lanes 0-7 and 8-15
+  DEVMAP_INLINE void add(int k, double v) { (k < 8 ? lo : hi)[k & 7] += v; }
+  // ((l0 + l8) + (l4 + l12)) + ... : halves added lane-wise, three times.
+  DEVMAP_INLINE double total() const {
+    const Double8 v = lo + hi;
+    double q[4];
+    for (int k = 0; k < 4; ++k) q[k] = v[k] + v[k + 4];
+    return (q[0] + q[2]) + (q[1] + q[3]);
+  }
 };
 
-// Channel ch's mean and biased variance, summed in sample, position order.
-Moments batch_moments(const Layout& l, const float* x, int64_t ch) {
-  double sum = 0.0;
-  for (int64_t s = 0; s < l.n; ++s) {
-    const float* p = l.at(x, s, ch);
-    for (int64_t j = 0; j < l.hw; ++j) sum += p[j];
-  }
-  const double mean = sum / static_cast<double>(l.values());
-  double sq = 0.0;
-  for (int64_t s = 0; s < l.n; ++s) {
-    const float* p = l.at(x, s, ch);
-    for (int64_t j = 0; j < l.hw; ++j) sq += (p[j] - mean) * (p[j] - mean);
-  }
-  return {mean, sq / static_cast<double>(l.values())};
+// (Through a reference: returning a vector by value is ABI-dependent.)
+DEVMAP_INLINE void load_double8(const float* p, Double8& out) {
+  Float8 f;
+  std::memcpy(&f, p, sizeof f);
+  out = __builtin_convertvector(f, Double8);
 }
 
+// The moments of one channel, from sums shifted by the channel's first
+// value (so a large mean cancels nothing): mean and biased variance; with
+// dy, also sum(dy) and sum(dy (x - mean)).
+struct ChannelSums {
+  double mean = 0, var = 0, sum_dy = 0, sum_dy_xc = 0;
+};
+
+DEVMAP_INLINE ChannelSums channel_sums_body(Layout l, const float* x, const float* dy, int64_t ch) {
+  const double shift = *l.at(x, 0, ch);
+  const int64_t full = l.hw / kLanes * kLanes;
+  Lanes sx, sxx, sdy, sdyx;
+  for (int64_t s = 0; s < l.n; ++s) {
+    const float* xp = l.at(x, s, ch);
+    const float* gp = dy ? l.at(dy, s, ch) : nullptr;
+    for (int64_t j = 0; j < full; j += kLanes) {
+      Double8 v0, v1;
+      load_double8(xp + j, v0);
+      load_double8(xp + j + 8, v1);
+      v0 -= shift;
+      v1 -= shift;
+      sx.lo += v0;
+      sx.hi += v1;
+      sxx.lo += v0 * v0;
+      sxx.hi += v1 * v1;
+      if (gp == nullptr) continue;
+      Double8 g0, g1;
+      load_double8(gp + j, g0);
+      load_double8(gp + j + 8, g1);
+      sdy.lo += g0;
+      sdy.hi += g1;
+      sdyx.lo += g0 * v0;
+      sdyx.hi += g1 * v1;
+    }
+    for (int64_t j = full; j < l.hw; ++j) {
+      const int k = static_cast<int>(j - full);
+      const double v = static_cast<double>(xp[j]) - shift;
+      sx.add(k, v);
+      sxx.add(k, v * v);
+      if (gp == nullptr) continue;
+      sdy.add(k, gp[j]);
+      sdyx.add(k, gp[j] * v);
+    }
+  }
+  const double count = static_cast<double>(l.values());
+  const double mean_shifted = sx.total() / count;
+  ChannelSums r;
+  r.mean = shift + mean_shifted;
+  r.var = std::max(sxx.total() / count - mean_shifted * mean_shifted, 0.0);
+  r.sum_dy = sdy.total();
+  // sum(dy (x - mean)) = sum(dy (x - shift)) - (mean - shift) sum(dy)
+  r.sum_dy_xc = sdyx.total() - mean_shifted * r.sum_dy;
+  return r;
+}
+DEVMAP_CPU_PATH_DISPATCH(ChannelSums, channel_sums, (Layout l, const float* x, const float* dy, int64_t ch),
+                         (l, x, dy, ch))
+
+// y = (x - m) a + b over one channel of every sample, in float (m is the
+// mean rounded to float; b carries the rounding).
+DEVMAP_INLINE void affine_channel_body(Layout l, const float* x, float* y, int64_t ch, float m, float a, float b) {
+  for (int64_t s = 0; s < l.n; ++s) {
+    const float* xp = l.at(x, s, ch);
+    float* yp = l.at(y, s, ch);
+    for (int64_t j = 0; j < l.hw; ++j) yp[j] = (xp[j] - m) * a + b;
+  }
+}
+DEVMAP_CPU_PATH_DISPATCH(void, affine_channel,
+                         (Layout l, const float* x, float* y, int64_t ch, float m, float a, float b),
+                         (l, x, y, ch, m, a, b))
+
+// dx = (dy a + (x - m) b) + c over one channel of every sample, in float.
+DEVMAP_INLINE void input_grad_channel_body(Layout l, const float* x, const float* dy, float* dx, int64_t ch, float m,
+                                           float a, float b, float c) {
+  for (int64_t s = 0; s < l.n; ++s) {
+    const float* xp = l.at(x, s, ch);
+    const float* gp = l.at(dy, s, ch);
+    float* dp = l.at(dx, s, ch);
+    for (int64_t j = 0; j < l.hw; ++j) dp[j] = (gp[j] * a + (xp[j] - m) * b) + c;
+  }
+}
+DEVMAP_CPU_PATH_DISPATCH(void, input_grad_channel,
+                         (Layout l, const float* x, const float* dy, float* dx, int64_t ch, float m, float a, float b,
+                          float c),
+                         (l, x, dy, dx, ch, m, a, b, c))
+
 }  // namespace
+
+std::string BatchNormKernel::implementation(const Node& /*node*/) const {
+  return path_kernel_name("batch_norm");
+}
 
 void BatchNormKernel::forward(const ForwardArgs& args) {
   const Layout l = layout_of(args.inputs[0].shape);
@@ -58,19 +157,18 @@ void BatchNormKernel::forward(const ForwardArgs& args) {
   float* y = args.output.data;
   parallel_for(args.ctx.pool, l.c, [&](int64_t begin, int64_t end) {
     for (int64_t ch = begin; ch < end; ++ch) {
-      Moments m{running_mean[ch], running_var[ch]};
+      double mean = running_mean[ch], var = running_var[ch];
       if (training) {
-        m = batch_moments(l, x, ch);
-        const double unbiased = m.var * static_cast<double>(l.values()) / static_cast<double>(l.values() - 1);
-        running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * m.mean);
+        const ChannelSums m = channel_sums(l, x, nullptr, ch);
+        mean = m.mean;
+        var = m.var;
+        const double unbiased = var * static_cast<double>(l.values()) / static_cast<double>(l.values() - 1);
+        running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * mean);
         running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
       }
-      const double rstd = 1.0 / std::sqrt(m.var + eps);
-      for (int64_t s = 0; s < l.n; ++s) {
-        const float* xp = l.at(x, s, ch);
-        float* yp = l.at(y, s, ch);
-        for (int64_t j = 0; j < l.hw; ++j) yp[j] = static_cast<float>((xp[j] - m.mean) * rstd * w[ch] + b[ch]);
-      }
+      const double scale = w[ch] / std::sqrt(var + eps);
+      const float m = static_cast<float>(mean);
+      affine_channel(l, x, y, ch, m, static_cast<float>(scale), static_cast<float>(b[ch] - (mean - m) * scale));
     }
   });
   if (training) args.params[4].data[0] += 1.0f;
@@ -88,30 +186,17 @@ void BatchNormKernel::backward(const BackwardArgs& args) {
   const double count = static_cast<double>(l.values());
   parallel_for(args.ctx.pool, l.c, [&](int64_t begin, int64_t end) {
     for (int64_t ch = begin; ch < end; ++ch) {
-      const Moments m = batch_moments(l, x, ch);
-      const double rstd = 1.0 / std::sqrt(m.var + eps);
-      double sum_dy = 0.0, sum_dy_xhat = 0.0;
-      for (int64_t s = 0; s < l.n; ++s) {
-        const float* xp = l.at(x, s, ch);
-        const float* gp = l.at(dy, s, ch);
-        for (int64_t j = 0; j < l.hw; ++j) {
-          sum_dy += gp[j];
-          sum_dy_xhat += gp[j] * (xp[j] - m.mean) * rstd;
-        }
-      }
+      const ChannelSums s = channel_sums(l, x, dy, ch);
+      const double rstd = 1.0 / std::sqrt(s.var + eps);
+      const double sum_dy_xhat = s.sum_dy_xc * rstd;
       dw[ch] = static_cast<float>(args.accumulate ? dw[ch] + sum_dy_xhat : sum_dy_xhat);
-      db[ch] = static_cast<float>(args.accumulate ? db[ch] + sum_dy : sum_dy);
+      db[ch] = static_cast<float>(args.accumulate ? db[ch] + s.sum_dy : s.sum_dy);
       if (dx == nullptr) continue;
-      const double mean_dy = sum_dy / count, mean_dy_xhat = sum_dy_xhat / count, scale = rstd * w[ch];
-      for (int64_t s = 0; s < l.n; ++s) {
-        const float* xp = l.at(x, s, ch);
-        const float* gp = l.at(dy, s, ch);
-        float* dp = l.at(dx, s, ch);
-        for (int64_t j = 0; j < l.hw; ++j) {
-          const double xhat = (xp[j] - m.mean) * rstd;
-          dp[j] = static_cast<float>(scale * (gp[j] - mean_dy - xhat * mean_dy_xhat));
-        }
-      }
+      // dx = rstd w (dy - mean(dy) - xhat mean(dy xhat)), xhat = (x - mean) rstd
+      const double a = rstd * w[ch], b = -a * rstd * (sum_dy_xhat / count), c = -a * (s.sum_dy / count);
+      const float m = static_cast<float>(s.mean);
+      input_grad_channel(l, x, dy, dx, ch, m, static_cast<float>(a), static_cast<float>(b),
+                         static_cast<float>(c + b * (m - s.mean)));
     }
   });
 }

@@ -7,21 +7,23 @@
 
 namespace devmap::cpu {
 
-// Forward, per channel c over its M = N x H x W values (in double, sample
-// then position order):
-//   training: mean and biased variance var of the batch; y = (x - mean) /
-//     sqrt(var + eps) * weight + bias; then the state is updated once
-//     (running_mean += momentum (mean - running_mean) in PyTorch's form
-//     (1 - momentum) r + momentum v, running_var from the unbiased variance
-//     var M / (M - 1), num_batches_tracked + 1). Throws devmap::Error when
-//     M < 2, as PyTorch does.
+// Forward, per channel c over its M = N x H x W values:
+//   training: mean and biased variance var of the batch, summed in double
+//     in a fixed lane order that every CPU path shares (batch_norm.cpp);
+//     y = (x - mean) / sqrt(var + eps) * weight + bias, in float; then the
+//     state is updated once (PyTorch's (1 - momentum) r + momentum v;
+//     running_var from the unbiased variance var M / (M - 1);
+//     num_batches_tracked + 1). Throws devmap::Error when M < 2, as
+//     PyTorch does.
 //   evaluating: the same with running_mean and running_var; no update.
-// Backward (training only) recomputes the batch statistics from the input:
+// Backward (training only) recomputes the batch statistics from the input,
+// with sum(dy) and sum(dy xhat) in the same pass:
 //   dx = rstd weight (dy - mean(dy) - xhat mean(dy xhat))
 //   dweight = sum of dy xhat, dbias = sum of dy (overwritten, or added to
 //   when accumulating micro-batches); the state gets no gradient.
 class BatchNormKernel final : public OpKernel {
  public:
+  std::string implementation(const Node& node) const override;
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
 };

@@ -3,17 +3,23 @@
 // PyTorch 1.13's nn.BatchNorm2d; gradients of the input, weight and bias
 // against finite differences (a flipped sign must fail), for feature maps
 // and dense features; no gradient for the state; parameter gradients
-// accumulate; the same bits on one and two threads.
+// accumulate; the same bits on one and two threads. On every CPU path.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
+#include "tests/kernels/cpu_paths.h"
 #include "tests/kernels/test_util.h"
 
 namespace devmap::test {
 namespace {
 
-TEST(BatchNorm, ParamsAndStateArePyTorchs) {
+// Every test runs on every CPU path (cpu_paths.h).
+class BatchNorm : public EveryCpuPath {};
+DEVMAP_ON_EVERY_CPU_PATH(BatchNorm);
+
+TEST_P(BatchNorm, ParamsAndStateArePyTorchs) {
   const Node n = make_node("batch_norm", "bn", {{3, 4, 4}});
   ASSERT_EQ(n.params.size(), 5u);
   const char* names[] = {"weight", "bias", "running_mean", "running_var", "num_batches_tracked"};
@@ -47,7 +53,7 @@ void init_default(OpHarness& h) {
   h.params[4].data()[0] = 0.0f;
 }
 
-TEST(BatchNorm, TrainingMatchesPyTorchAndUpdatesTheState) {
+TEST_P(BatchNorm, TrainingMatchesPyTorchAndUpdatesTheState) {
   OpHarness h(make_node("batch_norm", "bn", {{2, 2, 2}}), 2);
   init_default(h);
   h.forward();
@@ -66,7 +72,7 @@ TEST(BatchNorm, TrainingMatchesPyTorchAndUpdatesTheState) {
   EXPECT_NEAR(h.params[2].data()[0], 0.9 * 0.2375 + 0.1 * 2.375, 1e-6);
 }
 
-TEST(BatchNorm, EvaluationUsesTheRunningStatisticsAndLeavesThemAlone) {
+TEST_P(BatchNorm, EvaluationUsesTheRunningStatisticsAndLeavesThemAlone) {
   OpHarness h(make_node("batch_norm", "bn", {{2, 2, 2}}), 2);
   init_default(h);
   h.forward();  // one training step, as PyTorch's before eval()
@@ -83,7 +89,7 @@ TEST(BatchNorm, EvaluationUsesTheRunningStatisticsAndLeavesThemAlone) {
   EXPECT_EQ(h.params[4].data()[0], 1.0f);
 }
 
-TEST(BatchNorm, TrainingOnOneValuePerChannelIsAnError) {
+TEST_P(BatchNorm, TrainingOnOneValuePerChannelIsAnError) {
   OpHarness h(make_node("batch_norm", "bn", {{4}}), 1);
   EXPECT_THROW(h.forward(), Error);
   h.ctx.training = false;
@@ -97,22 +103,53 @@ OpHarness& randomized(OpHarness& h, uint64_t seed) {
   return h;
 }
 
-TEST(BatchNorm, GradientsOfFeatureMaps) {
+TEST_P(BatchNorm, GradientsOfFeatureMaps) {
   OpHarness h(make_node("batch_norm", "bn", {{3, 2, 3}}), 3);
   expect_gradients(randomized(h, 41), 42);
 }
 
-TEST(BatchNorm, GradientsOfDenseFeatures) {
+// Planes of 20 positions: one full chunk of 16 lanes, then a tail of 4.
+TEST_P(BatchNorm, GradientsOfPlanesWiderThanTheLanes) {
+  OpHarness h(make_node("batch_norm", "bn", {{2, 4, 5}}), 3);
+  expect_gradients(randomized(h, 51), 52);
+}
+
+// A channel whose mean is far larger than its spread (2^20 against 1)
+// normalises as a two-pass reference in double does: the sums are shifted
+// by the channel's first value, so E[x^2] - E[x]^2 cancels nothing (it
+// would lose about 1e-3 of the variance here).
+TEST_P(BatchNorm, ALargeMeanCancelsNothing) {
+  OpHarness h(make_node("batch_norm", "bn", {{2, 6, 7}}), 3);
+  randomized(h, 53);
+  for (float& v : span_of(h.inputs[0])) v += 1048576.0f;
+  h.forward();
+  const int64_t n = 3, c = 2, hw = 42;
+  for (int64_t ch = 0; ch < c; ++ch) {
+    auto x = [&](int64_t s, int64_t j) { return static_cast<double>(h.inputs[0].data()[(s * c + ch) * hw + j]); };
+    double mean = 0, var = 0;
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t j = 0; j < hw; ++j) mean += x(s, j) / (n * hw);
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t j = 0; j < hw; ++j) var += (x(s, j) - mean) * (x(s, j) - mean) / (n * hw);
+    ASSERT_GT(var, 0.1);
+    const double w = h.params[0].data()[ch], b = h.params[1].data()[ch];
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t j = 0; j < hw; ++j)
+        EXPECT_NEAR(h.output.data()[(s * c + ch) * hw + j], (x(s, j) - mean) / std::sqrt(var + 1e-5) * w + b, 1e-5);
+  }
+}
+
+TEST_P(BatchNorm, GradientsOfDenseFeatures) {
   OpHarness h(make_node("batch_norm", "bn", {{5}}), 4);
   expect_gradients(randomized(h, 43), 44);
 }
 
-TEST(BatchNorm, FlippedGradientsFailTheCheck) {
+TEST_P(BatchNorm, FlippedGradientsFailTheCheck) {
   OpHarness h(make_node("batch_norm", "bn", {{3, 2, 3}}), 3);
   expect_gradients(randomized(h, 45), 46, /*flip_sign=*/true);
 }
 
-TEST(BatchNorm, StateGetsNoGradientAndParameterGradientsAccumulate) {
+TEST_P(BatchNorm, StateGetsNoGradientAndParameterGradientsAccumulate) {
   OpHarness h(make_node("batch_norm", "bn", {{4, 2, 2}}), 3);
   randomized(h, 47);
   fill_uniform(span_of(h.d_output), 48, -1, 1);
@@ -129,7 +166,7 @@ TEST(BatchNorm, StateGetsNoGradientAndParameterGradientsAccumulate) {
   EXPECT_EQ(to_vector(h.d_params[2]), untouched);
 }
 
-TEST(BatchNorm, WithoutAnInputGradientStillGivesTheParameters) {
+TEST_P(BatchNorm, WithoutAnInputGradientStillGivesTheParameters) {
   const Node node = make_node("batch_norm", "bn", {{3, 2, 2}});
   OpHarness full(node, 4), part(node, 4);
   for (OpHarness* h : {&full, &part}) {
@@ -145,7 +182,7 @@ TEST(BatchNorm, WithoutAnInputGradientStillGivesTheParameters) {
   EXPECT_TRUE(same_bits(full.d_params[1], part.d_params[1]));
 }
 
-TEST(BatchNorm, TwoThreadsMatchOneThread) {
+TEST_P(BatchNorm, TwoThreadsMatchOneThread) {
   const Node node = make_node("batch_norm", "bn", {{8, 6, 6}});
   OpHarness one(node, 16, 1), two(node, 16, 2);
   for (OpHarness* h : {&one, &two}) {

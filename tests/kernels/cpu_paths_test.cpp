@@ -66,6 +66,13 @@ TEST_P(CpuPathBits, ReluAndMaxPool) {
       "max_pool2d");
 }
 
+// Planes of 169 positions (10 lanes of 16 and a tail of 9) and dense
+// features (one position per plane).
+TEST_P(CpuPathBits, BatchNorm) {
+  expect_same_as_baseline([] { return run_op(make_node("batch_norm", "bn", {{6, 13, 13}}, {}), 5); }, "feature maps");
+  expect_same_as_baseline([] { return run_op(make_node("batch_norm", "bn", {{37}}, {}), 9); }, "dense features");
+}
+
 TEST_P(CpuPathBits, Optimizers) {
   for (auto kind : {OptimizerConfig::Kind::kSgd, OptimizerConfig::Kind::kMomentum, OptimizerConfig::Kind::kAdam}) {
     expect_same_as_baseline(
@@ -97,6 +104,8 @@ TEST_P(CpuPathBits, KernelsNameThePathThatRuns) {
   EXPECT_EQ(conv.implementation(conv_node()), "winograd/" + path);
   const Node pool = make_node("max_pool2d", "p", {{8, 14, 14}}, {{"kernel", int64_t{2}}});
   EXPECT_EQ(CpuKernelFactory().make_kernel("max_pool2d")->implementation(pool), "max_pool2x2/" + path);
+  const Node bn = make_node("batch_norm", "bn", {{8, 14, 14}}, {});
+  EXPECT_EQ(CpuKernelFactory().make_kernel("batch_norm")->implementation(bn), "batch_norm/" + path);
   OptimizerConfig c;
   c.kind = OptimizerConfig::Kind::kMomentum;
   EXPECT_EQ(CpuKernelFactory().make_optimizer(c)->implementation(), "momentum/" + path);
