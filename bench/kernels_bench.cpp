@@ -135,6 +135,29 @@ void BM_Pool1Backward(benchmark::State& state) {
   report(state, f, 1.0);
 }
 
+// The ResNet's widest batch_norm (bn1: 16 channels of 28x28, batch 128),
+// training. Reports GB/s of the bytes it must move: forward reads x twice
+// (the statistics, then the normalisation) and writes y; backward reads x
+// and dy twice and writes dx.
+constexpr int64_t kResnetBatch = 128;
+OpFixture resnet_bn1(const benchmark::State& state) {
+  return OpFixture("batch_norm", Shape{16, 28, 28}, {}, kResnetBatch, static_cast<int>(state.range(0)));
+}
+void report_bytes(benchmark::State& state, const OpFixture& f, double passes) {
+  const double bytes = passes * 4.0 * static_cast<double>(f.in_views[0].shape.numel());
+  state.counters["GB"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+void BM_ResnetBn1Forward(benchmark::State& state) {
+  OpFixture f = resnet_bn1(state);
+  for (auto _ : state) f.forward();
+  report_bytes(state, f, 3.0);
+}
+void BM_ResnetBn1Backward(benchmark::State& state) {
+  OpFixture f = resnet_bn1(state);
+  for (auto _ : state) f.backward();
+  report_bytes(state, f, 5.0);
+}
+
 // ---- whole-model step with a per-op breakdown ----
 
 using Clock = std::chrono::steady_clock;
@@ -300,6 +323,8 @@ BENCHMARK(BM_Fc1Forward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillis
 BENCHMARK(BM_Fc1Backward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Pool1Forward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Pool1Backward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ResnetBn1Forward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ResnetBn1Backward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace devmap
