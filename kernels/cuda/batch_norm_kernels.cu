@@ -5,73 +5,98 @@
 namespace devmap::cuda {
 namespace {
 
-struct Moments {
-  double mean, var;  // var biased
-};
+// The CPU kernel's sums (kernels/cpu/batch_norm.cpp), operation for
+// operation (the project builds CUDA with --fmad=false): shifted by the
+// channel's first value, position j of every plane in lane j % 16, the
+// lanes added in the CPU's tree.
+constexpr int kLanes = 16;
 
-__device__ Moments channel_moments(const BatchNormArgs& a, int64_t ch) {
-  double sum = 0.0;
-  for (int64_t s = 0; s < a.n; ++s) {
-    const float* p = a.x + (s * a.c + ch) * a.hw;
-    for (int64_t j = 0; j < a.hw; ++j) sum += p[j];
-  }
-  const double count = static_cast<double>(a.n * a.hw);
-  const double mean = sum / count;
-  double sq = 0.0;
-  for (int64_t s = 0; s < a.n; ++s) {
-    const float* p = a.x + (s * a.c + ch) * a.hw;
-    for (int64_t j = 0; j < a.hw; ++j) sq += (p[j] - mean) * (p[j] - mean);
-  }
-  return {mean, sq / count};
+__device__ double add_lanes(const double* lane) {
+  double v[8], q[4];
+  for (int k = 0; k < 8; ++k) v[k] = lane[k] + lane[k + 8];
+  for (int k = 0; k < 4; ++k) q[k] = v[k] + v[k + 4];
+  return (q[0] + q[2]) + (q[1] + q[3]);
 }
 
-// Per channel: mean and rstd into scratch[2ch], scratch[2ch+1]; the state
-// updated when training.
+struct ChannelSums {
+  double mean, var, sum_dy, sum_dy_xc;
+};
+
+__device__ ChannelSums channel_sums(const BatchNormArgs& a, const float* dy, int64_t ch) {
+  const double shift = a.x[ch * a.hw];
+  double sx[kLanes] = {}, sxx[kLanes] = {}, sdy[kLanes] = {}, sdyx[kLanes] = {};
+  for (int64_t s = 0; s < a.n; ++s) {
+    const float* xp = a.x + (s * a.c + ch) * a.hw;
+    const float* gp = dy ? dy + (s * a.c + ch) * a.hw : nullptr;
+    for (int64_t j = 0; j < a.hw; ++j) {
+      const int k = static_cast<int>(j % kLanes);
+      const double v = static_cast<double>(xp[j]) - shift;
+      sx[k] += v;
+      sxx[k] += v * v;
+      if (gp == nullptr) continue;
+      const double g = gp[j];
+      sdy[k] += g;
+      sdyx[k] += g * v;
+    }
+  }
+  const double count = static_cast<double>(a.n * a.hw);
+  const double mean_shifted = add_lanes(sx) / count;
+  ChannelSums r;
+  r.mean = shift + mean_shifted;
+  const double var = add_lanes(sxx) / count - mean_shifted * mean_shifted;
+  r.var = var < 0.0 ? 0.0 : var;  // std::max(var, 0.0), as the CPU (NaN stays NaN)
+  r.sum_dy = add_lanes(sdy);
+  r.sum_dy_xc = add_lanes(sdyx) - mean_shifted * r.sum_dy;
+  return r;
+}
+
+// Per channel: y = (x - m) a + b's figures m, a, b (floats) into
+// scratch[3ch..3ch+2]; the state updated when training.
 __global__ void batch_norm_stats_kernel(BatchNormArgs a) {
   DEVMAP_GRID_LOOP(ch, a.c) {
-    Moments m{a.running_mean[ch], a.running_var[ch]};
+    double mean = a.running_mean[ch], var = a.running_var[ch];
     if (a.training) {
-      m = channel_moments(a, ch);
+      const ChannelSums m = channel_sums(a, nullptr, ch);
+      mean = m.mean;
+      var = m.var;
       const double count = static_cast<double>(a.n * a.hw);
-      const double unbiased = m.var * count / (count - 1.0);
-      a.running_mean[ch] = static_cast<float>((1.0 - a.momentum) * a.running_mean[ch] + a.momentum * m.mean);
+      const double unbiased = var * count / (count - 1.0);
+      a.running_mean[ch] = static_cast<float>((1.0 - a.momentum) * a.running_mean[ch] + a.momentum * mean);
       a.running_var[ch] = static_cast<float>((1.0 - a.momentum) * a.running_var[ch] + a.momentum * unbiased);
       if (ch == 0) a.num_batches_tracked[0] += 1.0f;
     }
-    a.scratch[2 * ch] = m.mean;
-    a.scratch[2 * ch + 1] = 1.0 / sqrt(m.var + a.eps);
+    const double scale = a.weight[ch] / sqrt(var + a.eps);
+    const float m = static_cast<float>(mean);
+    a.scratch[3 * ch] = m;
+    a.scratch[3 * ch + 1] = static_cast<float>(scale);
+    a.scratch[3 * ch + 2] = static_cast<float>(a.bias[ch] - (mean - m) * scale);
   }
 }
 
 __global__ void batch_norm_apply_kernel(BatchNormArgs a, float* y) {
   DEVMAP_GRID_LOOP(i, a.n * a.c * a.hw) {
     const int64_t ch = (i / a.hw) % a.c;
-    y[i] = static_cast<float>((a.x[i] - a.scratch[2 * ch]) * a.scratch[2 * ch + 1] * a.weight[ch] + a.bias[ch]);
+    const double* s = a.scratch + 3 * ch;
+    y[i] = (a.x[i] - static_cast<float>(s[0])) * static_cast<float>(s[1]) + static_cast<float>(s[2]);
   }
 }
 
-// Per channel: the parameter gradients, and mean, rstd, mean(dy), mean(dy
-// xhat) into scratch[4ch..4ch+3] for dx.
+// Per channel: the parameter gradients, and dx = (dy a + (x - m) b) + c's
+// figures m, a, b, c (floats) into scratch[4ch..4ch+3].
 __global__ void batch_norm_backward_channels(BatchNormArgs a, BatchNormGrads g) {
   DEVMAP_GRID_LOOP(ch, a.c) {
-    const Moments m = channel_moments(a, ch);
-    const double rstd = 1.0 / sqrt(m.var + a.eps);
-    double sum_dy = 0.0, sum_dy_xhat = 0.0;
-    for (int64_t s = 0; s < a.n; ++s) {
-      const float* xp = a.x + (s * a.c + ch) * a.hw;
-      const float* gp = g.dy + (s * a.c + ch) * a.hw;
-      for (int64_t j = 0; j < a.hw; ++j) {
-        sum_dy += gp[j];
-        sum_dy_xhat += gp[j] * (xp[j] - m.mean) * rstd;
-      }
-    }
+    const ChannelSums s = channel_sums(a, g.dy, ch);
+    const double rstd = 1.0 / sqrt(s.var + a.eps);
+    const double sum_dy_xhat = s.sum_dy_xc * rstd;
     g.d_weight[ch] = static_cast<float>(g.accumulate ? g.d_weight[ch] + sum_dy_xhat : sum_dy_xhat);
-    g.d_bias[ch] = static_cast<float>(g.accumulate ? g.d_bias[ch] + sum_dy : sum_dy);
+    g.d_bias[ch] = static_cast<float>(g.accumulate ? g.d_bias[ch] + s.sum_dy : s.sum_dy);
     const double count = static_cast<double>(a.n * a.hw);
-    a.scratch[4 * ch] = m.mean;
-    a.scratch[4 * ch + 1] = rstd;
-    a.scratch[4 * ch + 2] = sum_dy / count;
-    a.scratch[4 * ch + 3] = sum_dy_xhat / count;
+    const double ga = rstd * a.weight[ch], gb = -ga * rstd * (sum_dy_xhat / count), gc = -ga * (s.sum_dy / count);
+    const float m = static_cast<float>(s.mean);
+    a.scratch[4 * ch] = m;
+    a.scratch[4 * ch + 1] = static_cast<float>(ga);
+    a.scratch[4 * ch + 2] = static_cast<float>(gb);
+    a.scratch[4 * ch + 3] = static_cast<float>(gc + gb * (m - s.mean));
   }
 }
 
@@ -79,9 +104,9 @@ __global__ void batch_norm_backward_inputs(BatchNormArgs a, BatchNormGrads g) {
   DEVMAP_GRID_LOOP(i, a.n * a.c * a.hw) {
     const int64_t ch = (i / a.hw) % a.c;
     const double* s = a.scratch + 4 * ch;
-    const double xhat = (a.x[i] - s[0]) * s[1];
-    const double scale = s[1] * a.weight[ch];
-    g.dx[i] = static_cast<float>(scale * (g.dy[i] - s[2] - xhat * s[3]));
+    const float m = static_cast<float>(s[0]), ga = static_cast<float>(s[1]), gb = static_cast<float>(s[2]),
+                gc = static_cast<float>(s[3]);
+    g.dx[i] = (g.dy[i] * ga + (a.x[i] - m) * gb) + gc;
   }
 }
 

@@ -1,7 +1,8 @@
 // Hand-written kernels for batch_norm with the CPU kernel's arithmetic
 // (kernels/cpu/batch_norm.h): one thread per channel sums its values in
-// double in sample, position order; one thread per element then normalises
-// (or computes dx) from the channel's figures kept in scratch.
+// double in the CPU's lanes and order; one thread per element then
+// normalises (or computes dx) in float from the channel's figures kept in
+// scratch.
 #pragma once
 
 #include <cuda_runtime_api.h>
