@@ -60,7 +60,8 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         begin, end = meta["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], np.float32).reshape(meta["shape"])
+        dtype = {"F32": "<f4", "I64": "<i8"}[meta["dtype"]]  # I64: batch_norm's num_batches_tracked
+        out[name] = np.frombuffer(data[begin:end], dtype).reshape(meta["shape"])
     return out
 
 
