@@ -202,8 +202,8 @@ class Worker {
   }
 
   // One tensor between its memory and its byte range of the file. Memory
-  // the CPU cannot address, and a tensor stored as I64, go through a host
-  // float32 copy.
+  // the CPU cannot address goes through a host float32 copy, and a tensor
+  // stored as I64 through an int64 one (converted, exact up to 2^24).
   void transfer_tensor(int fd, const ParamsIo& io, const ParamsIo::Entry& e) {
     float* data = tensor_for(e.name);
     const Parameter* p = param_of(e.name);

@@ -59,7 +59,7 @@ struct ChannelSums {
 };
 
 DEVMAP_INLINE ChannelSums channel_sums_body(Layout l, const float* x, const float* dy, int64_t ch) {
-  const double shift = *l.at(x, 0, ch);
+  const double shift = l.n > 0 && l.hw > 0 ? *l.at(x, 0, ch) : 0.0;
   const int64_t full = l.hw / kLanes * kLanes;
   Lanes sx, sxx, sdy, sdyx;
   for (int64_t s = 0; s < l.n; ++s) {

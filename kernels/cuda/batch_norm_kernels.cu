@@ -23,7 +23,7 @@ struct ChannelSums {
 };
 
 __device__ ChannelSums channel_sums(const BatchNormArgs& a, const float* dy, int64_t ch) {
-  const double shift = a.x[ch * a.hw];
+  const double shift = a.n > 0 && a.hw > 0 ? a.x[ch * a.hw] : 0.0;
   double sx[kLanes] = {}, sxx[kLanes] = {}, sdy[kLanes] = {}, sdyx[kLanes] = {};
   for (int64_t s = 0; s < a.n; ++s) {
     const float* xp = a.x + (s * a.c + ch) * a.hw;
