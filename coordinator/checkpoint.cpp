@@ -54,10 +54,7 @@ void write_file(WorkerGroup& workers, const std::vector<ParamRef>& tensors, cons
   std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw_invalid("cannot write checkpoint " + tmp + ": " + std::strerror(errno));
-  std::string head(8, '\0');
-  uint64_t n = layout.header.size();
-  for (int i = 0; i < 8; ++i) head[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
-  head += layout.header;
+  const std::string head = safetensors_head(layout);
   bool ok = ::write(fd, head.data(), head.size()) == static_cast<ssize_t>(head.size()) &&
             ::ftruncate(fd, static_cast<off_t>(layout.data_start + layout.data_bytes)) == 0;
   ::close(fd);

@@ -189,6 +189,13 @@ SafetensorsLayout make_safetensors_layout(const std::vector<SafetensorsTensor>& 
   return l;
 }
 
+std::string safetensors_head(const SafetensorsLayout& layout) {
+  std::string head(8, '\0');
+  const uint64_t n = layout.header.size();
+  for (int i = 0; i < 8; ++i) head[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return head + layout.header;
+}
+
 SafetensorsLayout parse_safetensors_header(const std::string& bytes, uint64_t file_size, const std::string& name) {
   if (bytes.size() < 8 || file_size < 8) throw_invalid(name + ": not a safetensors file (shorter than 8 bytes)");
   uint64_t n = 0;

@@ -47,6 +47,10 @@ struct SafetensorsLayout {
 SafetensorsLayout make_safetensors_layout(const std::vector<SafetensorsTensor>& tensors,
                                           const std::map<std::string, std::string>& metadata = {});
 
+// The first data_start bytes of the file `layout` describes: the header's
+// length (8 bytes, little-endian), then the header.
+std::string safetensors_head(const SafetensorsLayout& layout);
+
 // Parses and validates the header of `bytes` (at least the header; the file
 // size is `file_size`). Throws devmap::Error (kInvalidInput) prefixed with
 // `name`.

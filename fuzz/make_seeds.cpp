@@ -48,7 +48,7 @@ std::string le64(uint64_t v) {
 // The header of `layout`; with_data appends zero data, else 8 bytes
 // claiming the file's full size (the safetensors target reads those).
 std::string safetensors_file(const SafetensorsLayout& layout, bool with_data) {
-  std::string f = le64(layout.header.size()) + layout.header;
+  std::string f = safetensors_head(layout);
   if (with_data) return f + std::string(layout.data_bytes, '\0');
   return f + le64(layout.data_start + layout.data_bytes);
 }

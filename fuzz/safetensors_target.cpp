@@ -31,10 +31,7 @@ void check_layout(const SafetensorsLayout& l, uint64_t file_size) {
   FUZZ_CHECK(at == l.data_bytes, "no bytes after the last tensor");
 
   const SafetensorsLayout again = make_safetensors_layout(tensors, l.metadata);
-  std::string file(8, '\0');
-  uint64_t n = again.header.size();
-  for (int i = 0; i < 8; ++i) file[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
-  file += again.header;
+  const std::string file = safetensors_head(again);
   try {
     const SafetensorsLayout read = parse_safetensors_header(file, again.data_start + again.data_bytes, "again");
     FUZZ_CHECK(read.entries.size() == l.entries.size() && read.metadata == l.metadata, "the same tensors");

@@ -21,9 +21,7 @@ using testing::TempDir;
 // A safetensors file with one tensor and the step in its metadata.
 void write_file(const std::string& path, int64_t step, size_t cut = 0) {
   SafetensorsLayout l = make_safetensors_layout({{"w", Shape{4}}}, {{"step", std::to_string(step)}});
-  std::string bytes(8, '\0');
-  for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((l.header.size() >> (8 * i)) & 0xff);
-  bytes += l.header + std::string(l.data_bytes, '\0');
+  const std::string bytes = safetensors_head(l) + std::string(l.data_bytes, '\0');
   std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() - cut);
 }
 

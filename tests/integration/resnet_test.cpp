@@ -45,9 +45,7 @@ std::string with_float_counts(const std::string& weights) {
   std::vector<SafetensorsTensor> tensors;
   for (const SafetensorsEntry& e : in.entries) tensors.push_back({e.name, e.shape, FileDtype::kF32});
   const SafetensorsLayout out = make_safetensors_layout(tensors, in.metadata);
-  std::string file(8, '\0');
-  for (int i = 0; i < 8; ++i) file[static_cast<size_t>(i)] = static_cast<char>((out.header.size() >> (8 * i)) & 0xff);
-  file += out.header;
+  std::string file = safetensors_head(out);
   for (const SafetensorsEntry& e : in.entries) {
     const uint64_t at = in.data_start + e.begin;
     if (e.dtype == FileDtype::kF32) {
