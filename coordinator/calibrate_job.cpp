@@ -39,15 +39,17 @@ std::string fixed1(double v) {
 }
 
 // The config with every op on `device`, its memory_limit lifted, training
-// `steps` lock-step steps of `batch`.
-Config single_device(const Config& config, const std::string& device, int64_t batch, int64_t steps) {
+// `steps` lock-step steps of `micro_batches` micro-batches of `batch`.
+Config single_device(const Config& config, const std::string& device, int64_t batch, int64_t steps,
+                     int64_t micro_batches = 1) {
   Config c = config;
   for (int i = 0; i < c.graph.size(); ++i)
     if (!is_fed(c.graph.node(i))) c.graph.node(i).device = device;
   for (DeviceSpec& d : c.devices)
     if (d.name == device) d.memory_limit = 0;
-  c.train.batch_size = batch;
-  c.train.micro_batches = 1;
+  c.train.batch_size = batch * micro_batches;
+  c.train.micro_batches = micro_batches;
+  c.train.pipeline = PipelineKind::kNone;
   c.train.max_steps = steps;
   return c;
 }
@@ -61,10 +63,32 @@ struct RunTimes {
   // less the worker's ops and update (the STEP round trip, the input, the
   // loss and what else a step does besides its ops).
   std::vector<double> overhead;
+
+  void append(const RunTimes& o) {
+    for (const auto& [node, v] : o.forward) forward[node].insert(forward[node].end(), v.begin(), v.end());
+    for (const auto& [node, v] : o.backward) backward[node].insert(backward[node].end(), v.begin(), v.end());
+    update.insert(update.end(), o.update.begin(), o.update.end());
+    overhead.insert(overhead.end(), o.overhead.begin(), o.overhead.end());
+  }
 };
 
-RunTimes measure(const Config& c, const RunOptions& options, const Dataset& data, int64_t batch, int warmup,
-                 int repeats) {
+// Each batch size is measured in this many rounds, one round of every size
+// after another.
+constexpr int kCalibrationRounds = 3;
+
+// A micro-batch of `batch` is measured inside a step of this many, about
+// the largest batch's samples, as it runs in a micro-batched step: its ops
+// back to back between two updates of the weights (a step of its own
+// would put an update, and its trip through every parameter, between any
+// two micro-batches).
+int64_t micro_batches_at(int64_t batch, int64_t largest) {
+  return (largest + batch - 1) / batch;
+}
+
+// Per op, its slices of a step divided by the step's micro-batches: the
+// time of one micro-batch.
+RunTimes measure(const Config& c, const RunOptions& options, const Dataset& data, int warmup, int repeats) {
+  const int64_t micro = c.train.micro_batches, batch = c.train.batch_size;
   Session session(c, options, c.graph, /*training=*/true, {}, batch, 0);
   session.start();
   WorkerGroup& group = session.workers();
@@ -73,11 +97,13 @@ RunTimes measure(const Config& c, const RunOptions& options, const Dataset& data
   group.set_trace(&trace);
   const int image = c.graph.find_role(OpRole::kImageInput), label = c.graph.find_role(OpRole::kLabelInput);
   BatchFeeder feeder(group, session.input(), session.layout(), image, label);
+  const JobMemory& memory = session.memory();
+  if (memory.rounds) feeder.set_rounds(memory.pipeline.micro_batches);
   const std::vector<int64_t> order = epoch_order(data.count, c.train.seed, 1, false);
   const int64_t steps = warmup + repeats;
   std::map<int64_t, double> interval;  // by 1-based step, as the trace numbers them
   Clock::time_point last = Clock::now();
-  if (!feeder.run(OrderedSamples{data, order}, batch, batch, 0, wire::kTrain, steps,
+  if (!feeder.run(OrderedSamples{data, order}, batch, memory.split.micro, 0, wire::kTrain, steps,
                   [&](int64_t step, int64_t, const StepResult&, uint32_t) {
                     const Clock::time_point now = Clock::now();
                     interval[step + 1] = std::chrono::duration<double>(now - last).count();
@@ -99,8 +125,8 @@ RunTimes measure(const Config& c, const RunOptions& options, const Dataset& data
         e.kind == TraceKind::kOptimizer)
       work[step] += s;
   });
-  for (const auto& [k, s] : fwd) t.forward[k.second].push_back(s);
-  for (const auto& [k, s] : bwd) t.backward[k.second].push_back(s);
+  for (const auto& [k, s] : fwd) t.forward[k.second].push_back(s / static_cast<double>(micro));
+  for (const auto& [k, s] : bwd) t.backward[k.second].push_back(s / static_cast<double>(micro));
   for (const auto& [k, s] : upd) t.update.push_back(s);
   for (const auto& [step, s] : work)
     if (auto it = interval.find(step); it != interval.end()) t.overhead.push_back(std::max(0.0, it->second - s));
@@ -165,24 +191,29 @@ constexpr int kContentionRepeats = 10;  // at least: a ratio of two noisy times
 
 // How much the CPU devices slow each other down: the first one's model at
 // `batch` measured alone, then while every other CPU device trains its own
-// copy; the factor c of ScheduleRequest::contention, from
-// together / alone = 1 + c x (devices - 1).
+// copy, in kCalibrationRounds rounds; the factor c of
+// ScheduleRequest::contention, from the median round's together / alone =
+// 1 + c x (devices - 1).
 double measure_contention(const Config& config, const RunOptions& options, const Dataset& data,
                           const std::vector<const DeviceSpec*>& cpus, int64_t batch, const CalibrateOptions& cal) {
   const int repeats = std::max(cal.repeats, kContentionRepeats);
   const int64_t steps = cal.warmup + repeats;
   const std::string& first = cpus.front()->name;
-  const double alone =
-      model_seconds(measure(single_device(config, first, batch, steps), options, data, batch, cal.warmup, repeats));
-  std::vector<std::unique_ptr<BackgroundLoad>> others;
-  for (size_t i = 1; i < cpus.size(); ++i)
-    others.push_back(
-        std::make_unique<BackgroundLoad>(single_device(config, cpus[i]->name, batch, 0), options, data, batch));
-  const double together =
-      model_seconds(measure(single_device(config, first, batch, steps), options, data, batch, cal.warmup, repeats));
-  for (auto& o : others) o->stop();
-  if (alone <= 0) return 0;
-  return std::max(0.0, (together / alone - 1) / static_cast<double>(cpus.size() - 1));
+  std::vector<double> ratios;
+  for (int round = 0; round < kCalibrationRounds; ++round) {
+    const double alone =
+        model_seconds(measure(single_device(config, first, batch, steps), options, data, cal.warmup, repeats));
+    std::vector<std::unique_ptr<BackgroundLoad>> others;
+    for (size_t i = 1; i < cpus.size(); ++i)
+      others.push_back(
+          std::make_unique<BackgroundLoad>(single_device(config, cpus[i]->name, batch, 0), options, data, batch));
+    const double together =
+        model_seconds(measure(single_device(config, first, batch, steps), options, data, cal.warmup, repeats));
+    for (auto& o : others) o->stop();
+    if (alone > 0) ratios.push_back(together / alone);
+  }
+  if (ratios.empty()) return 0;
+  return std::max(0.0, (median_of(ratios) - 1) / static_cast<double>(cpus.size() - 1));
 }
 
 LinkCost measure_link() {
@@ -216,7 +247,7 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
   if (image < 0 || config.graph.find_role(OpRole::kLabelInput) < 0)
     throw_invalid(config.path + ": calibration trains the model, so it needs an input and a labels op");
   const Dataset data = load_dataset("train", config.data.train_images, config.data.train_labels,
-                                    largest * (cal.warmup + std::max(cal.repeats, kContentionRepeats)),
+                                    2 * largest * (cal.warmup + std::max(cal.repeats, kContentionRepeats)),
                                     config.graph.node(image).out_shape);
   RunOptions quiet = options;
   quiet.profile = false;
@@ -231,14 +262,28 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
       continue;
     }
     const std::string& key = *usable;
+    std::vector<int64_t> todo;
     for (int64_t batch : batches) {
       bool cached = !cal.force && cache.optimizer(key, optimizer).has_value();
       for (int i = 0; i < config.graph.size() && cached; ++i)
         if (!is_fed(config.graph.node(i)) && !cache.op(key, op_signature(config.graph, i), batch)) cached = false;
-      if (cached) continue;
-      const auto t0 = Clock::now();
-      const Config c = single_device(config, d.name, batch, cal.warmup + cal.repeats);
-      const RunTimes t = measure(c, quiet, data, batch, cal.warmup, cal.repeats);
+      if (!cached) todo.push_back(batch);
+    }
+    // Rounds over the batch sizes, so that a slow spell of the machine
+    // lands in one round of each size rather than in all steps of one.
+    std::map<int64_t, RunTimes> times;
+    std::map<int64_t, double> seconds_measuring;
+    for (int round = 0; round < kCalibrationRounds; ++round)
+      for (int64_t batch : todo) {
+        const auto t0 = Clock::now();
+        const Config c =
+            single_device(config, d.name, batch, cal.warmup + cal.repeats, micro_batches_at(batch, largest));
+        times[batch].append(measure(c, quiet, data, cal.warmup, cal.repeats));
+        seconds_measuring[batch] += std::chrono::duration<double>(Clock::now() - t0).count();
+      }
+    for (int64_t batch : todo) {
+      const RunTimes& t = times[batch];
+      const Config c = single_device(config, d.name, batch, 1);
       for (int i = 0; i < c.graph.size(); ++i) {
         if (is_fed(c.graph.node(i))) continue;
         const auto f = t.forward.find(i), b = t.backward.find(i);
@@ -263,8 +308,8 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
         ++written;
       }
       log << "calibrate: " << d.name << " (" << d.threads << (d.threads == 1 ? " thread" : " threads") << "), batch "
-          << batch << ": " << cal.repeats << " steps measured in "
-          << fixed1(std::chrono::duration<double>(Clock::now() - t0).count()) << " s\n";
+          << batch << ", " << micro_batches_at(batch, largest) << " a step: " << cal.repeats * kCalibrationRounds
+          << " steps measured in " << kCalibrationRounds << " rounds, " << fixed1(seconds_measuring[batch]) << " s\n";
     }
   }
   std::vector<const DeviceSpec*> cpus;

@@ -6,15 +6,20 @@
 //    whose worker can run here, at each batch size asked for: the whole
 //    model placed on that device alone with its memory_limit lifted
 //    (calibration measures speed, not fit), `warmup` + `repeats` lock-step
-//    training steps in the real worker process with the device's threads;
-//    an op's time is the median of its traced slices over the repeats;
+//    training steps in the real worker process with the device's threads,
+//    each step about the largest batch's samples as micro-batches of the
+//    batch size measured (as a micro-batched step runs them: back to back
+//    between two weight updates), in 3 rounds over the batch sizes; an
+//    op's time is the median over every measured step of its slices in
+//    the step divided by the step's micro-batches;
 //  - the optimizer update per parameter on each device (the same steps),
 //    and what a step costs besides its ops and update (the coordinator's
 //    step time less the worker's ops and update);
 //  - with two or more CPU devices, how much they slow each other down
 //    while they compute at once (they share the host's cores, caches and
 //    memory): the first one's model measured alone and while every other
-//    trains its own copy (ScheduleRequest::contention);
+//    trains its own copy, the median ratio of 3 rounds
+//    (ScheduleRequest::contention);
 //  - handoffs between two CPU processes through a slot ring, fitted as
 //    latency + bytes / bandwidth from 4 KiB and 4 MiB tensors.
 // What the cache already holds for this machine and build is kept unless

@@ -108,7 +108,8 @@ const std::vector<OptionSpec>& options() {
            at = comma + 1;
          }
        }},
-      {"--repeats", "N", kCalibrate, "measured steps per device and batch (default 5, after\n2 warm-up steps)",
+      {"--repeats", "N", kCalibrate,
+       "measured steps per device, batch size and round (default 5,\nafter 2 warm-up steps; 3 rounds)",
        [](CL& c, S f, S v) { c.calibrate.repeats = static_cast<int>(parse_positive(f, v, 1000)); }},
       {"--force", nullptr, kCalibrate, "measure again what the cache already holds",
        [](CL& c, S, S) { c.calibrate.force = true; }},
