@@ -97,7 +97,7 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
     p.host_memory = !gpu;
     p.memory_limit = static_cast<uint64_t>(d->memory_limit);
     p.threads = d->threads;
-    p.rates.flops_per_s = gpu ? kEstimatedGpuFlops : kEstimatedCpuFlopsPerThread * d->threads;
+    p.rates.flops_per_s = estimated_flops_per_s(options, *d);
     p.rates.bytes_per_s = gpu ? kGpuBytesPerSecond : kCpuBytesPerSecond;
     if (auto k = keys.find(d->name); k != keys.end()) {
       if (auto rate = cache.rate(k->second)) p.rates.flops_per_s = *rate;

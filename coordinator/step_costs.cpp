@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -84,6 +85,27 @@ std::string device_key(const Config& config, const RunOptions& options, const st
                   std::to_string(st.st_mtim.tv_nsec) + ";libraries=" + it->second);
 }
 
+double estimated_flops_per_s(const RunOptions& options, const DeviceSpec& device) {
+  if (device.kind == DeviceKind::kGpu) return kEstimatedGpuFlops;
+  static std::map<std::string, double> peaks;  // program -> its --fma-peak, 0: none
+  double peak = 0;
+  try {
+    const std::string program = find_worker_program(options, device.kind);
+    auto it = peaks.find(program);
+    if (it == peaks.end()) {
+      const ProgramOutput out = run_program({program, "--fma-peak"});
+      double v = 0;
+      if (out.ran && out.status == 0) v = std::strtod(out.text.c_str(), nullptr);
+      it = peaks.emplace(program, std::isfinite(v) && v > 0 ? v : 0.0).first;
+    }
+    peak = it->second;
+  } catch (const Error&) {
+    // No worker program: the fixed estimate.
+  }
+  const double threads = static_cast<double>(std::max(1, device.threads));
+  return peak > 0 ? kEstimatedShareOfFmaPeak * peak * threads : kEstimatedCpuFlopsPerThread * threads;
+}
+
 std::optional<std::string> contention_key(const Config& config, const std::map<std::string, std::string>& keys) {
   std::vector<std::string> cpus;
   for (const DeviceSpec& d : config.devices)
@@ -158,11 +180,10 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
     if (auto k = keys->find(device); k != keys->end())
       if (auto s = calibrated_op_seconds(*cache, k->second, op_signature(*g, node), batch)) return *s;
     estimated->insert(n.name + " on " + device);
+    std::optional<double> measured;
+    if (auto k = keys->find(device); k != keys->end()) measured = cache->rate(k->second);
     const DeviceSpec* d = cfg->find_device(device);
-    double rate =
-        d && d->kind == DeviceKind::kGpu ? kEstimatedGpuFlops : kEstimatedCpuFlopsPerThread * (d ? d->threads : 1);
-    if (auto k = keys->find(device); k != keys->end())
-      if (auto measured = cache->rate(k->second)) rate = *measured;
+    const double rate = measured ? *measured : d ? estimated_flops_per_s(options, *d) : kEstimatedCpuFlopsPerThread;
     return OpSeconds{kOpOverhead + n.forward_flops(batch) / rate,
                      n.schema->differentiable ? kOpOverhead + n.backward_flops(batch) / rate : 0.0};
   };

@@ -39,8 +39,13 @@ std::optional<std::string> contention_key(const Config& config, const std::map<s
 
 // The analytical estimate where nothing was measured (also the planner's
 // device rates and links before a calibration).
-constexpr double kEstimatedCpuFlopsPerThread = 10e9;
+constexpr double kEstimatedCpuFlopsPerThread = 10e9;  // where the worker reports no FMA peak
 constexpr double kEstimatedGpuFlops = 10e12;
+// The share of a core's measured FMA peak that an uncalibrated CPU op is
+// assumed to reach: the reference CNN's training step reaches 0.48 of it
+// on an AVX-512 Xeon (5.4 GFLOP by the definition's count in 48 ms at one
+// thread, against a peak of 230 GFLOP/s).
+constexpr double kEstimatedShareOfFmaPeak = 0.5;
 constexpr double kEstimatedHandoffLatency = 30e-6;
 constexpr double kEstimatedHandoffBytesPerSecond = 5e9;
 
@@ -54,6 +59,14 @@ inline bool is_fed(const Node& n) {
 // reason in `why`.
 std::optional<std::string> usable_device_key(const Config& config, const RunOptions& options, const std::string& device,
                                              std::string& why);
+
+// The compute rate the analytical estimate gives `device` where the
+// calibration cache has none: a CPU reaches kEstimatedShareOfFmaPeak of
+// its worker's measured FP32 peak per core (`worker_cpu --fma-peak`, which
+// caches its probe per machine) on each thread, or
+// kEstimatedCpuFlopsPerThread per thread when the worker cannot say; a GPU
+// kEstimatedGpuFlops.
+double estimated_flops_per_s(const RunOptions& options, const DeviceSpec& device);
 
 struct PlanCosts {
   StepCosts costs;

@@ -53,6 +53,8 @@ void print_usage(const std::string& program, std::ostream& os) {
      << "  --coordinator-pid PID   the coordinator: when it is no longer this process's\n"
      << "                          parent (it died, even before this one started), exit\n"
      << "  --describe              print the compute libraries this worker runs on and exit\n"
+     << "  --fma-peak              print the measured FP32 peak of one core in FLOP/s (0: not\n"
+     << "                          measured for this device kind) and exit\n"
      << "  --help                  this text\n";
 }
 
@@ -522,6 +524,10 @@ int worker_main(int argc, char** argv, const WorkerRuntime& rt) {
     }
   if (argc == 2 && std::strcmp(argv[1], "--describe") == 0) {
     std::cout << (rt.describe ? rt.describe() : rt.device_kind) << "\n";
+    return 0;
+  }
+  if (argc == 2 && std::strcmp(argv[1], "--fma-peak") == 0) {
+    std::cout << (rt.peak_flops_per_core ? rt.peak_flops_per_core() : 0.0) << "\n";
     return 0;
   }
   Args args;

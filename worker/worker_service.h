@@ -21,7 +21,8 @@ struct WorkerRuntime {
   std::function<void(int)> set_threads;   // tells libraries (OpenBLAS) how many threads to use
   std::function<std::string()> describe;  // the compute libraries and their versions
   // The FP32 peak of one core in FLOP/s (a measured FMA probe), asked for
-  // once when --profile is on; null: not reported (a GPU).
+  // once when --profile is on and by `--fma-peak` (the coordinator's
+  // estimate of an uncalibrated device); null: not reported (a GPU).
   std::function<double()> peak_flops_per_core;
   // The device's memory with `limit_bytes` (0: the device's default); null:
   // host memory (HostMemory).

@@ -125,7 +125,8 @@ DEVMAP_INLINE void forward_2x2_body(const PoolGeometry& g, const float* in, floa
     for (int64_t ow = 0; ow < g.out_w; ++ow) o[ow] = pick(r1[2 * ow + 1], o[ow]);
   }
 }
-DEVMAP_CPU_PATH_DISPATCH(void, forward_2x2, (const PoolGeometry& g, const float* in, float* out), (g, in, out))
+DEVMAP_CPU_PATH_DISPATCH_AS(DEVMAP_TARGET_AVX512_256, void, forward_2x2,
+                            (const PoolGeometry& g, const float* in, float* out), (g, in, out))
 
 // One plane of dx: dy goes to the first element of each window that matches
 // its maximum m, every other element (and rows/columns no window covers) gets 0.
@@ -153,9 +154,9 @@ DEVMAP_INLINE void backward_2x2_body(const PoolGeometry& g, const float* in, con
   }
   for (int64_t h = 2 * g.out_h; h < g.height; ++h) std::fill(d_in + h * g.width, d_in + (h + 1) * g.width, 0.0f);
 }
-DEVMAP_CPU_PATH_DISPATCH(void, backward_2x2,
-                         (const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in),
-                         (g, in, m, d_out, d_in))
+DEVMAP_CPU_PATH_DISPATCH_AS(DEVMAP_TARGET_AVX512_256, void, backward_2x2,
+                            (const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in),
+                            (g, in, m, d_out, d_in))
 
 }  // namespace
 

@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -134,6 +136,18 @@ TEST(WorkerStartUp, ExitsWhenItsCoordinatorIsGoneBeforeItStarts) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("cpu:0: the coordinator (pid 1) is gone before this worker started: exiting"), std::string::npos)
       << r.err;
+}
+
+// `worker_cpu --fma-peak`: the measured FP32 peak of one core, which the
+// coordinator's estimate for an uncalibrated CPU device starts from.
+TEST(WorkerStartUp, FmaPeakPrintsTheMeasuredPeakOfOneCore) {
+  TempDir dir;
+  ProcessResult r = run_process({DEVMAP_WORKER_CPU_BIN, "--fma-peak"}, dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  char* end = nullptr;
+  const double peak = std::strtod(r.out.c_str(), &end);
+  EXPECT_NE(end, r.out.c_str()) << r.out;
+  EXPECT_TRUE(std::isfinite(peak) && peak > 0) << r.out;
 }
 
 TEST_F(TrainProcessTest, AKilledWorkerIsReportedAndNothingIsLeft) {
