@@ -9,7 +9,7 @@ namespace devmap::cpu {
 void ConcatKernel::forward(const ForwardArgs& args) {
   const int64_t batch = args.output.shape[0], out_sample = args.node.out_shape.numel();
   float* y = args.output.data;
-  parallel_for(args.ctx.pool, batch, [&](int64_t begin, int64_t end) {
+  parallel_for_rows(args.ctx.pool, batch, out_sample, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       int64_t offset = 0;
       for (size_t i = 0; i < args.inputs.size(); ++i) {
@@ -25,7 +25,7 @@ void ConcatKernel::forward(const ForwardArgs& args) {
 void ConcatKernel::backward(const BackwardArgs& args) {
   const int64_t batch = args.d_output.shape[0], out_sample = args.node.out_shape.numel();
   const float* dy = args.d_output.data;
-  parallel_for(args.ctx.pool, batch, [&](int64_t begin, int64_t end) {
+  parallel_for_rows(args.ctx.pool, batch, out_sample, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       int64_t offset = 0;
       for (size_t i = 0; i < args.d_inputs.size(); ++i) {

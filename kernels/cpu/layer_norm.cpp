@@ -30,7 +30,7 @@ void LayerNormKernel::forward(const ForwardArgs& args) {
   const float* w = args.params[0].data;
   const float* b = args.params[1].data;
   float* y = args.output.data;
-  parallel_for(args.ctx.pool, batch, [&](int64_t begin, int64_t end) {
+  parallel_for_rows(args.ctx.pool, batch, f, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       const float* xr = x + n * f;
       const Moments m = moments(xr, f, eps);
@@ -48,7 +48,7 @@ void LayerNormKernel::backward(const BackwardArgs& args) {
   const float* dy = args.d_output.data;
   float* dx = args.d_inputs[0].data;
   if (dx != nullptr) {
-    parallel_for(args.ctx.pool, batch, [&](int64_t begin, int64_t end) {
+    parallel_for_rows(args.ctx.pool, batch, f, [&](int64_t begin, int64_t end) {
       for (int64_t n = begin; n < end; ++n) {
         const float* xr = x + n * f;
         const float* dyr = dy + n * f;

@@ -52,7 +52,7 @@ void SoftmaxCrossEntropyKernel::backward(const BackwardArgs& args) {
   const double scale = static_cast<double>(args.d_output.data[0]) / batch_total(args.ctx);
   // Validate every label before writing (so an error leaves no half-written gradient).
   for (int64_t n = 0; n < batch; ++n) label_index(args.node, labels[n], args.ctx.sample_offset + n, classes);
-  parallel_for(args.ctx.pool, batch, [&](int64_t begin, int64_t end) {
+  parallel_for_rows(args.ctx.pool, batch, classes, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       const float* z = logits + n * classes;
       float* d = dz + n * classes;

@@ -37,6 +37,16 @@ void parallel_for_elements(ThreadPool* pool, int64_t n, const Fn& fn, int64_t gr
   parallel_for(pool, blocks, [&](int64_t b0, int64_t b1) { fn(b0 * n / blocks, b1 * n / blocks); });
 }
 
+// Like parallel_for over `rows` rows of `row_elements` elements each, for
+// loops whose rows are independent: a range holds at least about `grain`
+// elements, so a small batch (a loss over 64 x 10 logits) stays on the
+// calling thread instead of paying to wake the pool for less work than
+// the wake-up costs.
+template <class Fn>
+void parallel_for_rows(ThreadPool* pool, int64_t rows, int64_t row_elements, const Fn& fn, int64_t grain = 32768) {
+  parallel_for_elements(pool, rows, fn, std::max<int64_t>(1, grain / std::max<int64_t>(1, row_elements)));
+}
+
 // Part i of n items cut into `parts` runs of consecutive items whose sizes
 // differ by at most one: [i*n/parts, (i+1)*n/parts).
 inline std::pair<int64_t, int64_t> split_range(int64_t n, int64_t parts, int64_t i) {

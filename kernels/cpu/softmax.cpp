@@ -12,7 +12,7 @@ void SoftmaxKernel::forward(const ForwardArgs& args) {
   const int64_t batch = args.output.shape[0], k = args.output.numel() / std::max<int64_t>(batch, 1);
   const float* x = args.inputs[0].data;
   float* y = args.output.data;
-  parallel_for(args.ctx.pool, batch, [&](int64_t begin, int64_t end) {
+  parallel_for_rows(args.ctx.pool, batch, k, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       const float* xr = x + n * k;
       float* yr = y + n * k;
@@ -31,7 +31,7 @@ void SoftmaxKernel::backward(const BackwardArgs& args) {
   const float* y = args.output.data;
   const float* dy = args.d_output.data;
   assert(y != nullptr && "softmax keeps its output for backward");
-  parallel_for(args.ctx.pool, batch, [&](int64_t begin, int64_t end) {
+  parallel_for_rows(args.ctx.pool, batch, k, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       const float* yr = y + n * k;
       const float* dyr = dy + n * k;
