@@ -227,6 +227,126 @@ LinkCost measure_link() {
   return c;
 }
 
+// One calibration's inputs and the cache it fills; each phase returns how
+// many entries it wrote.
+struct Calibration {
+  const Config& config;
+  const RunOptions& options;  // without profile or trace
+  const Dataset& data;
+  const CalibrateOptions& cal;
+  const std::vector<int64_t>& batches;
+  int64_t largest = 0;
+  CalibrationCache& cache;
+  std::ostream& log;
+
+  // The batch sizes whose op times (or the optimizer's) device `key` lacks;
+  // all of them with --force.
+  std::vector<int64_t> missing_batches(const std::string& key) const {
+    const std::string optimizer = optimizer_kind_name(config.train.optimizer.kind);
+    std::vector<int64_t> todo;
+    for (int64_t batch : batches) {
+      bool cached = !cal.force && cache.optimizer(key, optimizer).has_value();
+      for (int i = 0; i < config.graph.size() && cached; ++i)
+        if (!is_fed(config.graph.node(i)) && !cache.op(key, op_signature(config.graph, i), batch)) cached = false;
+      if (!cached) todo.push_back(batch);
+    }
+    return todo;
+  }
+
+  // Device d's op times at every missing batch size, measured in rounds
+  // over the sizes, so that a slow spell of the machine lands in one round
+  // of each size rather than in all steps of one.
+  int64_t device_ops(const DeviceSpec& d, const std::string& key) {
+    const std::vector<int64_t> todo = missing_batches(key);
+    std::map<int64_t, RunTimes> times;
+    std::map<int64_t, double> seconds_measuring;
+    for (int round = 0; round < kCalibrationRounds; ++round)
+      for (int64_t batch : todo) {
+        const auto t0 = Clock::now();
+        const Config c =
+            single_device(config, d.name, batch, cal.warmup + cal.repeats, micro_batches_at(batch, largest));
+        times[batch].append(measure(c, options, data, cal.warmup, cal.repeats));
+        seconds_measuring[batch] += std::chrono::duration<double>(Clock::now() - t0).count();
+      }
+    int64_t written = 0;
+    for (int64_t batch : todo) {
+      written += store(key, batch, times[batch]);
+      log << "calibrate: " << d.name << " (" << d.threads << (d.threads == 1 ? " thread" : " threads") << "), batch "
+          << batch << ", " << micro_batches_at(batch, largest) << " a step: " << cal.repeats * kCalibrationRounds
+          << " steps measured in " << kCalibrationRounds << " rounds, " << fixed1(seconds_measuring[batch]) << " s\n";
+    }
+    return written;
+  }
+
+  // Device `key`'s times at `batch` into the cache: each op's medians, and
+  // at the largest batch the device's rate over the whole model (for ops it
+  // has no time of) and what a step costs besides its ops; the optimizer's
+  // update per parameter.
+  int64_t store(const std::string& key, int64_t batch, const RunTimes& t) {
+    const Graph& g = config.graph;
+    int64_t written = 0;
+    for (int i = 0; i < g.size(); ++i) {
+      if (is_fed(g.node(i))) continue;
+      const auto f = t.forward.find(i), b = t.backward.find(i);
+      cache.put_op(key, op_signature(g, i), batch,
+                   OpSeconds{f == t.forward.end() ? 0.0 : median_of(f->second),
+                             b == t.backward.end() ? 0.0 : median_of(b->second)});
+      ++written;
+    }
+    const double seconds = model_seconds(t);
+    if (batch == largest && seconds > 0) {
+      cache.put_rate(key, g.training_flops(batch) / seconds);
+      ++written;
+    }
+    if (batch == largest && !t.overhead.empty()) {
+      cache.put_step_overhead(key, median_of(t.overhead));
+      ++written;
+    }
+    const int64_t params = g.param_count();
+    if (params > 0 && !t.update.empty()) {
+      cache.put_optimizer(key, optimizer_kind_name(config.train.optimizer.kind),
+                          median_of(t.update) / static_cast<double>(params));
+      ++written;
+    }
+    return written;
+  }
+
+  // How the CPU devices whose workers run here slow each other down, when
+  // there are two or more and the cache lacks it (or --force).
+  int64_t contention() {
+    std::vector<const DeviceSpec*> cpus;
+    std::map<std::string, std::string> cpu_keys;
+    for (const DeviceSpec& d : config.devices) {
+      std::string why;
+      if (d.kind == DeviceKind::kGpu) continue;
+      if (std::optional<std::string> key = usable_device_key(config, options, d.name, why)) {
+        cpus.push_back(&d);
+        cpu_keys[d.name] = *key;
+      }
+    }
+    const std::optional<std::string> ck = contention_key(config, cpu_keys);
+    if (!ck || (!cal.force && cache.contention(*ck))) return 0;
+    const double c = measure_contention(config, options, data, cpus, largest, cal);
+    cache.put_contention(*ck, c);
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.0f%%", c * 100);
+    log << "calibrate: " << cpus.size() << " CPU devices computing at once: each op takes " << pct
+        << " longer per other device busy\n";
+    return 1;
+  }
+
+  // The handoff between two CPU processes, when the cache lacks it (or --force).
+  int64_t link() {
+    const std::string machine = key_hash(machine_key_text());
+    if (!cal.force && cache.link(machine, "cpu", "cpu")) return 0;
+    const LinkCost link = measure_link();
+    cache.put_link(machine, "cpu", "cpu", link);
+    log << "calibrate: cpu -> cpu handoffs: " << fixed1(link.latency_s * 1e6) << " us + bytes at "
+        << fixed1(link.bytes_per_s / 1e9) << " GB/s\n";
+    return 1;
+  }
+};
+
 }  // namespace
 
 std::vector<int64_t> calibration_batches(const Config& config) {
@@ -240,7 +360,6 @@ std::vector<int64_t> calibration_batches(const Config& config) {
 
 int64_t calibrate(const Config& config, const RunOptions& options, const CalibrateOptions& cal,
                   const std::string& cache_path, std::ostream& log) {
-  CalibrationCache cache = CalibrationCache::load(cache_path);
   const std::vector<int64_t> batches = cal.batches.empty() ? calibration_batches(config) : cal.batches;
   const int64_t largest = *std::max_element(batches.begin(), batches.end());
   const int image = config.graph.find_role(OpRole::kImageInput);
@@ -252,94 +371,25 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
   RunOptions quiet = options;
   quiet.profile = false;
   quiet.trace_path.clear();
-  const std::string optimizer = optimizer_kind_name(config.train.optimizer.kind);
+  CalibrationCache cache = CalibrationCache::load(cache_path);
+  Calibration run{.config = config,
+                  .options = quiet,
+                  .data = data,
+                  .cal = cal,
+                  .batches = batches,
+                  .largest = largest,
+                  .cache = cache,
+                  .log = log};
   int64_t written = 0;
   for (const DeviceSpec& d : config.devices) {
     std::string why;
-    const std::optional<std::string> usable = usable_device_key(config, options, d.name, why);
-    if (!usable) {
+    if (const std::optional<std::string> key = usable_device_key(config, options, d.name, why))
+      written += run.device_ops(d, *key);
+    else
       log << "calibrate: " << d.name << ": skipped: " << why << "\n";
-      continue;
-    }
-    const std::string& key = *usable;
-    std::vector<int64_t> todo;
-    for (int64_t batch : batches) {
-      bool cached = !cal.force && cache.optimizer(key, optimizer).has_value();
-      for (int i = 0; i < config.graph.size() && cached; ++i)
-        if (!is_fed(config.graph.node(i)) && !cache.op(key, op_signature(config.graph, i), batch)) cached = false;
-      if (!cached) todo.push_back(batch);
-    }
-    // Rounds over the batch sizes, so that a slow spell of the machine
-    // lands in one round of each size rather than in all steps of one.
-    std::map<int64_t, RunTimes> times;
-    std::map<int64_t, double> seconds_measuring;
-    for (int round = 0; round < kCalibrationRounds; ++round)
-      for (int64_t batch : todo) {
-        const auto t0 = Clock::now();
-        const Config c =
-            single_device(config, d.name, batch, cal.warmup + cal.repeats, micro_batches_at(batch, largest));
-        times[batch].append(measure(c, quiet, data, cal.warmup, cal.repeats));
-        seconds_measuring[batch] += std::chrono::duration<double>(Clock::now() - t0).count();
-      }
-    for (int64_t batch : todo) {
-      const RunTimes& t = times[batch];
-      const Config c = single_device(config, d.name, batch, 1);
-      for (int i = 0; i < c.graph.size(); ++i) {
-        if (is_fed(c.graph.node(i))) continue;
-        const auto f = t.forward.find(i), b = t.backward.find(i);
-        cache.put_op(key, op_signature(c.graph, i), batch,
-                     OpSeconds{f == t.forward.end() ? 0.0 : median_of(f->second),
-                               b == t.backward.end() ? 0.0 : median_of(b->second)});
-        ++written;
-      }
-      // The device's rate over the whole model, for ops it has no time of.
-      const double seconds = model_seconds(t);
-      if (batch == largest && seconds > 0) {
-        cache.put_rate(key, c.graph.training_flops(batch) / seconds);
-        ++written;
-      }
-      if (batch == largest && !t.overhead.empty()) {
-        cache.put_step_overhead(key, median_of(t.overhead));
-        ++written;
-      }
-      const int64_t params = c.graph.param_count();
-      if (params > 0 && !t.update.empty()) {
-        cache.put_optimizer(key, optimizer, median_of(t.update) / static_cast<double>(params));
-        ++written;
-      }
-      log << "calibrate: " << d.name << " (" << d.threads << (d.threads == 1 ? " thread" : " threads") << "), batch "
-          << batch << ", " << micro_batches_at(batch, largest) << " a step: " << cal.repeats * kCalibrationRounds
-          << " steps measured in " << kCalibrationRounds << " rounds, " << fixed1(seconds_measuring[batch]) << " s\n";
-    }
   }
-  std::vector<const DeviceSpec*> cpus;
-  std::map<std::string, std::string> cpu_keys;
-  for (const DeviceSpec& d : config.devices) {
-    std::string why;
-    if (d.kind == DeviceKind::kGpu) continue;
-    if (std::optional<std::string> key = usable_device_key(config, options, d.name, why)) {
-      cpus.push_back(&d);
-      cpu_keys[d.name] = *key;
-    }
-  }
-  if (const std::optional<std::string> ck = contention_key(config, cpu_keys);
-      ck && (cal.force || !cache.contention(*ck))) {
-    const double c = measure_contention(config, quiet, data, cpus, largest, cal);
-    cache.put_contention(*ck, c);
-    ++written;
-    char pct[32];
-    std::snprintf(pct, sizeof pct, "%.0f%%", c * 100);
-    log << "calibrate: " << cpus.size() << " CPU devices computing at once: each op takes " << pct
-        << " longer per other device busy\n";
-  }
-  const std::string machine = key_hash(machine_key_text());
-  if (cal.force || !cache.link(machine, "cpu", "cpu")) {
-    const LinkCost link = measure_link();
-    cache.put_link(machine, "cpu", "cpu", link);
-    ++written;
-    log << "calibrate: cpu -> cpu handoffs: " << fixed1(link.latency_s * 1e6) << " us + bytes at "
-        << fixed1(link.bytes_per_s / 1e9) << " GB/s\n";
-  }
+  written += run.contention();
+  written += run.link();
   if (written > 0) cache.save(cache_path);
   return written;
 }
