@@ -97,10 +97,9 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
     p.host_memory = !gpu;
     p.memory_limit = static_cast<uint64_t>(d->memory_limit);
     p.threads = d->threads;
-    p.rates.flops_per_s = estimated_flops_per_s(options, *d);
+    p.rates.flops_per_s = device_flops_per_s(cache, keys, options, *d);
     p.rates.bytes_per_s = gpu ? kGpuBytesPerSecond : kCpuBytesPerSecond;
     if (auto k = keys.find(d->name); k != keys.end()) {
-      if (auto rate = cache.rate(k->second)) p.rates.flops_per_s = *rate;
       if (auto update = cache.optimizer(k->second, optimizer_kind_name(config.train.optimizer.kind)))
         p.update_seconds_per_param = *update;
       if (auto overhead = cache.step_overhead(k->second)) p.step_overhead_s = *overhead;

@@ -311,19 +311,17 @@ struct Calibration {
     return written;
   }
 
-  // How the CPU devices whose workers run here slow each other down, when
-  // there are two or more and the cache lacks it (or --force).
-  int64_t contention() {
+  // How the CPU devices among `usable` (device name -> key, the devices
+  // whose workers run here) slow each other down, when there are two or
+  // more and the cache lacks it (or --force).
+  int64_t contention(const std::map<std::string, std::string>& usable) {
     std::vector<const DeviceSpec*> cpus;
     std::map<std::string, std::string> cpu_keys;
-    for (const DeviceSpec& d : config.devices) {
-      std::string why;
-      if (d.kind == DeviceKind::kGpu) continue;
-      if (std::optional<std::string> key = usable_device_key(config, options, d.name, why)) {
+    for (const DeviceSpec& d : config.devices)
+      if (auto k = usable.find(d.name); k != usable.end() && d.kind != DeviceKind::kGpu) {
         cpus.push_back(&d);
-        cpu_keys[d.name] = *key;
+        cpu_keys[d.name] = k->second;
       }
-    }
     const std::optional<std::string> ck = contention_key(config, cpu_keys);
     if (!ck || (!cal.force && cache.contention(*ck))) return 0;
     const double c = measure_contention(config, options, data, cpus, largest, cal);
@@ -381,14 +379,17 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
                   .cache = cache,
                   .log = log};
   int64_t written = 0;
+  std::map<std::string, std::string> usable;  // device name -> its key, for the devices whose worker runs here
   for (const DeviceSpec& d : config.devices) {
     std::string why;
-    if (const std::optional<std::string> key = usable_device_key(config, options, d.name, why))
+    if (const std::optional<std::string> key = usable_device_key(config, options, d.name, why)) {
+      usable[d.name] = *key;
       written += run.device_ops(d, *key);
-    else
+    } else {
       log << "calibrate: " << d.name << ": skipped: " << why << "\n";
+    }
   }
-  written += run.contention();
+  written += run.contention(usable);
   written += run.link();
   if (written > 0) cache.save(cache_path);
   return written;

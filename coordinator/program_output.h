@@ -16,4 +16,9 @@ struct ProgramOutput {
 
 ProgramOutput run_program(const std::vector<std::string>& argv);
 
+// run_program(argv) the first time this process asks for that argv, and
+// its remembered output after: for the queries whose answer a worker
+// program's build fixes (--describe, --fma-peak). Not thread-safe.
+const ProgramOutput& run_program_once(const std::vector<std::string>& argv);
+
 }  // namespace devmap

@@ -72,38 +72,33 @@ std::string device_key(const Config& config, const RunOptions& options, const st
   const std::string program = find_worker_program(options, d->kind);
   struct stat st {};
   ::stat(program.c_str(), &st);
-  static std::map<std::string, std::string> described;  // program -> its --describe
-  auto it = described.find(program);
-  if (it == described.end()) {
-    const ProgramOutput out = run_program({program, "--describe"});
-    if (!out.ran || out.status != 0)
-      throw_runtime(program + " --describe failed (status " + std::to_string(out.status) + "): " + out.text);
-    it = described.emplace(program, out.text).first;
-  }
+  const ProgramOutput& described = run_program_once({program, "--describe"});
+  if (!described.ran || described.status != 0)
+    throw_runtime(program + " --describe failed (status " + std::to_string(described.status) + "): " + described.text);
   return key_hash(machine_key_text() + ";kind=" + kind_name(d->kind) + ";threads=" + std::to_string(d->threads) +
                   ";worker=" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
-                  std::to_string(st.st_mtim.tv_nsec) + ";libraries=" + it->second);
+                  std::to_string(st.st_mtim.tv_nsec) + ";libraries=" + described.text);
 }
 
 double estimated_flops_per_s(const RunOptions& options, const DeviceSpec& device) {
   if (device.kind == DeviceKind::kGpu) return kEstimatedGpuFlops;
-  static std::map<std::string, double> peaks;  // program -> its --fma-peak, 0: none
   double peak = 0;
   try {
-    const std::string program = find_worker_program(options, device.kind);
-    auto it = peaks.find(program);
-    if (it == peaks.end()) {
-      const ProgramOutput out = run_program({program, "--fma-peak"});
-      double v = 0;
-      if (out.ran && out.status == 0) v = std::strtod(out.text.c_str(), nullptr);
-      it = peaks.emplace(program, std::isfinite(v) && v > 0 ? v : 0.0).first;
-    }
-    peak = it->second;
+    const ProgramOutput& out = run_program_once({find_worker_program(options, device.kind), "--fma-peak"});
+    if (out.ran && out.status == 0) peak = std::strtod(out.text.c_str(), nullptr);
   } catch (const Error&) {
     // No worker program: the fixed estimate.
   }
   const double threads = static_cast<double>(std::max(1, device.threads));
-  return peak > 0 ? kEstimatedShareOfFmaPeak * peak * threads : kEstimatedCpuFlopsPerThread * threads;
+  return std::isfinite(peak) && peak > 0 ? kEstimatedShareOfFmaPeak * peak * threads
+                                         : kEstimatedCpuFlopsPerThread * threads;
+}
+
+double device_flops_per_s(const CalibrationCache& cache, const std::map<std::string, std::string>& keys,
+                          const RunOptions& options, const DeviceSpec& device) {
+  if (auto k = keys.find(device.name); k != keys.end())
+    if (auto rate = cache.rate(k->second)) return *rate;
+  return estimated_flops_per_s(options, device);
 }
 
 std::optional<std::string> contention_key(const Config& config, const std::map<std::string, std::string>& keys) {
@@ -175,15 +170,17 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
   auto estimated = pc.estimated;
   const Graph* g = &graph;
   const Config* cfg = &config;
+  // Each device's rate for the ops it has no time of: calibrated, else
+  // estimated.
+  auto rates = std::make_shared<std::map<std::string, double>>();
+  for (const DeviceSpec& d : config.devices) (*rates)[d.name] = device_flops_per_s(*cache, *keys, options, d);
   pc.costs.op = [=](int node, const std::string& device, int64_t batch) {
     const Node& n = g->node(node);
     if (auto k = keys->find(device); k != keys->end())
       if (auto s = calibrated_op_seconds(*cache, k->second, op_signature(*g, node), batch)) return *s;
     estimated->insert(n.name + " on " + device);
-    std::optional<double> measured;
-    if (auto k = keys->find(device); k != keys->end()) measured = cache->rate(k->second);
-    const DeviceSpec* d = cfg->find_device(device);
-    const double rate = measured ? *measured : d ? estimated_flops_per_s(options, *d) : kEstimatedCpuFlopsPerThread;
+    const auto r = rates->find(device);
+    const double rate = r != rates->end() ? r->second : kEstimatedCpuFlopsPerThread;
     return OpSeconds{kOpOverhead + n.forward_flops(batch) / rate,
                      n.schema->differentiable ? kOpOverhead + n.backward_flops(batch) / rate : 0.0};
   };

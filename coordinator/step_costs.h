@@ -68,6 +68,13 @@ std::optional<std::string> usable_device_key(const Config& config, const RunOpti
 // kEstimatedGpuFlops.
 double estimated_flops_per_s(const RunOptions& options, const DeviceSpec& device);
 
+// The rate of `device` for ops it has no measured time of: the calibrated
+// rate over its whole model where the cache has one for its key (`keys`:
+// device name -> device_key, for the devices whose worker runs here), else
+// estimated_flops_per_s.
+double device_flops_per_s(const CalibrationCache& cache, const std::map<std::string, std::string>& keys,
+                          const RunOptions& options, const DeviceSpec& device);
+
 struct PlanCosts {
   StepCosts costs;
   std::string cache_path;

@@ -14,9 +14,9 @@
 #include "core/cpu_path.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define DEVMAP_TARGET_AVX512 __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512dq")))
-#define DEVMAP_TARGET_AVX512_256 \
-  __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512dq,prefer-vector-width=256")))
+#define DEVMAP_AVX512_ISA "avx2,fma,avx512f,avx512vl,avx512bw,avx512dq"
+#define DEVMAP_TARGET_AVX512 __attribute__((target(DEVMAP_AVX512_ISA)))
+#define DEVMAP_TARGET_AVX512_256 __attribute__((target(DEVMAP_AVX512_ISA ",prefer-vector-width=256")))
 #define DEVMAP_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #else
 #define DEVMAP_TARGET_AVX512
