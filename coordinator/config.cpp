@@ -205,7 +205,10 @@ Config load_tree(YAML::Node root, const std::string& name, const std::vector<std
   if (!top.has("model")) top.fail_missing("model");
   config.job = top.get_choice("job", config.job, config_keys::kJobs);
   config.allow_soft_placement = top.get_bool("allow_soft_placement", config.allow_soft_placement);
-  if (top.has("hosts")) config.hosts = read_hosts(src, top.value("hosts"), top.anchor("hosts"));
+  if (top.has("hosts")) {
+    config.hosts = read_hosts(src, top.value("hosts"), top.anchor("hosts"));
+    config.hosts_loc = src.loc(top.key_node("hosts"));
+  }
   if (top.has("devices")) {
     config.devices = read_devices(src, top.value("devices"), top.anchor("devices"), config.hosts);
   } else {
@@ -233,8 +236,6 @@ Config load_tree(YAML::Node root, const std::string& name, const std::vector<std
   check_placed_ops_supported(model.graph, config.devices, config.placement_reason);
   config.graph = std::move(model.graph);
   config.resolved_yaml = emit(root);
-  // Checked in full above; running it is what is not built yet.
-  if (!config.hosts.empty()) src.fail(top.key_node("hosts"), hosts_not_built_message());
   return config;
 }
 

@@ -129,6 +129,7 @@ struct Config {
   int64_t shared_memory_limit = 0;       // coordinator.shared_memory_limit in bytes; 0 = no limit
   std::vector<DeviceSpec> devices;       // declared devices, in file order
   std::vector<std::string> hosts;        // `hosts`, in file order; empty: this machine only
+  SourceLoc hosts_loc;                   // of the `hosts` key
   std::string default_device;            // device_map.default, resolved (never empty)
   bool allow_soft_placement = false;     // ops on an unusable GPU move to a CPU device instead of failing
   std::vector<PlaceRule> place;          // device_map.place, in order; each matches at least one op

@@ -68,10 +68,4 @@ std::optional<std::string> host_problem(const std::string& name, const std::vect
   return std::nullopt;
 }
 
-std::string hosts_not_built_message() {
-  return "hosts: running a job across several hosts is not built yet. What exists: the multi-host test bed "
-         "(scripts/testbed.sh) and MPI messages between hosts (transport/mpi_session.h); see \"Several hosts\" in "
-         "docs/ARCHITECTURE.md. To run on this machine, remove hosts and the HOST/ part of device names";
-}
-
 }  // namespace devmap

@@ -1,7 +1,6 @@
 // The `hosts` section, and device names that carry a host ("node1/cpu:0").
-// A config without hosts runs on this machine; one with hosts is read and
-// checked in full, then refused (see hosts_not_built_message): running a job
-// across hosts is not built yet.
+// A config without hosts runs on this machine; one with hosts runs under an
+// MPI launcher, one coordinator rank per host (coordinator/job_ranks.h).
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -40,8 +39,5 @@ std::vector<std::string> read_hosts(const YamlSource& src, const YAML::Node& nod
 //   "device 'node1/cpu:0' names host 'node1', but the config has no hosts section (...)"
 //   "device 'node3/cpu:0' names host 'node3', which is not declared in hosts (declared: node1, node2)"
 std::optional<std::string> host_problem(const std::string& name, const std::vector<std::string>& hosts);
-
-// Why a config with hosts stops (exit 2), and what exists instead.
-std::string hosts_not_built_message();
 
 }  // namespace devmap

@@ -6,6 +6,7 @@
 #include "coordinator/cli.h"
 #include "coordinator/config.h"
 #include "coordinator/gpu_placement.h"
+#include "coordinator/job_ranks.h"
 #include "coordinator/plan_job.h"
 #include "coordinator/predict_job.h"
 #include "coordinator/process_limits.h"
@@ -18,10 +19,59 @@
 #define DEVMAP_VERSION "dev"
 #endif
 
+namespace devmap {
+namespace {
+
+// The job a rank that drives it runs, after the config is loaded and the
+// ranks agree.
+int run_job(CommandLine& cl, Config& config) {
+  if (cl.subcommand == "calibrate") return run_calibrate(config, cl.run, cl.calibrate);
+  std::string job = cl.subcommand.empty() ? config.job : cl.subcommand;
+  if (job != "plan") resolve_gpu_placement(config, cl.run, std::cerr);
+  // device_map `auto`: the planner places what the user left to it, from
+  // op times measured first (train) or as the cache has them.
+  std::optional<PlacementPlan> auto_plan;
+  if (has_auto_placement(config)) {
+    if (job == "train") calibrate(config, cl.run, {}, calibration_path(cl.run), std::cerr);
+    auto_plan = place_automatically(config, cl.run, job == "train" ? 0 : cl.predict.batch);
+    if (job != "plan") print_auto_placement(*auto_plan, config, std::cerr);
+  }
+  if (job == "plan")
+    return run_plan(config, PlanOptions{cl.json, cl.predict.batch, cl.run, cl.dot_path, cl.emit_map_path,
+                                        auto_plan ? &*auto_plan : nullptr});
+  check_process_limits(config);
+  if (job == "predict") return run_predict(config, cl.run, cl.predict);
+  return run_train(config, cl.run);
+}
+
+// What `body` returns, or the exit code of what it threw (the message on
+// stderr).
+template <class Body>
+int exit_code_of(Body body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    if (int sig = interrupt_signal()) {
+      std::cerr << "devmap: " << e.what() << "\n"
+                << "devmap: interrupted by " << signal_name(sig)
+                << " and stopped without a checkpoint; the workers are stopped and the run's files removed\n";
+      return 128 + sig;
+    }
+    std::cerr << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "devmap: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
+}  // namespace devmap
+
 int main(int argc, char** argv) {
   using namespace devmap;
   install_interrupt_handlers();
-  try {
+  return exit_code_of([&] {
     CommandLine cl = parse_command_line(argc, argv);
     if (cl.help) {
       std::cout << usage_text(cl.subcommand);
@@ -38,34 +88,12 @@ int main(int argc, char** argv) {
     set_grace_period(std::chrono::milliseconds(static_cast<int64_t>(config.faults.grace_period * 1000)));
     // The CPU workers would fail on a bad DEVMAP_CPU_PATH: say so before any starts.
     cpu_path_from_environment();
-    if (cl.subcommand == "calibrate") return run_calibrate(config, cl.run, cl.calibrate);
-    std::string job = cl.subcommand.empty() ? config.job : cl.subcommand;
-    if (job != "plan") resolve_gpu_placement(config, cl.run, std::cerr);
-    // device_map `auto`: the planner places what the user left to it, from
-    // op times measured first (train) or as the cache has them.
-    std::optional<PlacementPlan> auto_plan;
-    if (has_auto_placement(config)) {
-      if (job == "train") calibrate(config, cl.run, {}, calibration_path(cl.run), std::cerr);
-      auto_plan = place_automatically(config, cl.run, job == "train" ? 0 : cl.predict.batch);
-      if (job != "plan") print_auto_placement(*auto_plan, config, std::cerr);
-    }
-    if (job == "plan")
-      return run_plan(config, PlanOptions{cl.json, cl.predict.batch, cl.run, cl.dot_path, cl.emit_map_path,
-                                          auto_plan ? &*auto_plan : nullptr});
-    check_process_limits(config);
-    if (job == "predict") return run_predict(config, cl.run, cl.predict);
-    return run_train(config, cl.run);
-  } catch (const Error& e) {
-    if (int sig = interrupt_signal()) {
-      std::cerr << "devmap: " << e.what() << "\n"
-                << "devmap: interrupted by " << signal_name(sig)
-                << " and stopped without a checkpoint; the workers are stopped and the run's files removed\n";
-      return 128 + sig;
-    }
-    std::cerr << e.what() << "\n";
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::cerr << "devmap: internal error: " << e.what() << "\n";
-    return 1;
-  }
+    // A plan runs nothing: it needs no ranks, on one host or several.
+    if (cl.subcommand == "plan") return run_job(cl, config);
+    // Every rank of a job across hosts agrees on the config and its hosts;
+    // rank 0 runs the job and the others wait for its end.
+    JobRanks ranks(&argc, &argv, config);
+    const int code = ranks.drives_the_job() ? exit_code_of([&] { return run_job(cl, config); }) : 0;
+    return ranks.finish(code);
+  });
 }

@@ -4,9 +4,60 @@
 #   scripts/launch.sh [SUBCOMMAND] CONFIG [options]     (see --help)
 #   scripts/launch.sh configs/fashion_mnist_cnn.yaml
 #   scripts/launch.sh train configs/fashion_mnist_cnn.yaml --set train.epochs=1
-# DEVMAP_PRESET picks the CMake preset (default: release).
+#
+# A job across hosts runs one coordinator rank per host under MPI:
+#   scripts/launch.sh --hosts node1,node2 CONFIG [options]
+#       installs and builds here, prints the mpirun line to stderr and runs it
+#   mpirun -np 2 --host node1,node2 scripts/launch.sh CONFIG [options]
+#   srun --mpi=pmix --ntasks-per-node=1 scripts/launch.sh CONFIG [options]
+# Under mpirun or srun nothing is installed or built: every host runs the
+# build already at the same path (build it first on each host).
+#
+# DEVMAP_PRESET picks the CMake preset (default: release); DEVMAP_BUILD_DIR
+# names a built folder to run instead (then nothing is installed or built).
+# With --hosts: DEVMAP_MPI_INTERFACE is the one network interface MPI may use
+# (e.g. eth0; default: MPI's choice), DEVMAP_MPIRUN_ARGS adds mpirun options.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-"$root/scripts/setup.sh"
-dir=$("$root/scripts/build.sh" "${DEVMAP_PRESET:-release}" coordinator worker_cpu)
-exec "$dir/bin/coordinator" "$@"
+die() { echo "launch.sh: $*" >&2; exit 2; }
+
+hosts=""
+case "${1:-}" in
+  --hosts) [[ $# -ge 2 ]] || die "--hosts needs a list of hosts, e.g. --hosts node1,node2"; hosts=$2; shift 2 ;;
+  --hosts=*) hosts=${1#--hosts=}; shift ;;
+esac
+
+under_launcher=${OMPI_COMM_WORLD_SIZE:-}${PMIX_RANK:-}${PMI_RANK:-}${SLURM_PROCID:-}
+if [[ -n "$hosts" ]]; then
+  [[ -z "$under_launcher" ]] || die "--hosts starts mpirun itself; under mpirun or srun, leave it out"
+  [[ "$hosts" =~ ^[A-Za-z0-9][A-Za-z0-9.-]*(,[A-Za-z0-9][A-Za-z0-9.-]*)*$ ]] ||
+    die "--hosts '$hosts': give host names separated by commas, e.g. --hosts node1,node2"
+fi
+if [[ -n "${DEVMAP_BUILD_DIR:-}" || -n "$under_launcher" ]]; then
+  dir=${DEVMAP_BUILD_DIR:-$root/build/${DEVMAP_PRESET:-release}}
+  [[ -x "$dir/bin/coordinator" ]] || die "$dir/bin/coordinator is not built on $(hostname)$([[ -n "$under_launcher" ]] \
+    && echo " (under mpirun or srun nothing is built: run scripts/build.sh ${DEVMAP_PRESET:-release} on every host first)")"
+else
+  "$root/scripts/setup.sh"
+  dir=$("$root/scripts/build.sh" "${DEVMAP_PRESET:-release}" coordinator worker_cpu)
+fi
+
+if [[ -z "$hosts" ]]; then
+  exec "$dir/bin/coordinator" "$@"
+fi
+
+# --hosts: one rank per host, each running this script with the same build.
+command -v mpirun >/dev/null || die "mpirun is not installed (scripts/setup.sh installs openmpi-bin)"
+count=$(tr ',' '\n' <<<"$hosts" | wc -l)
+line=(mpirun --host "$hosts" -np "$count" --map-by node)
+[[ $(id -u) -ne 0 ]] || line+=(--allow-run-as-root)
+# Ranks talk over TCP only (no shared-memory transport between them).
+line+=(--mca btl "tcp,self")
+if [[ -n "${DEVMAP_MPI_INTERFACE:-}" ]]; then
+  line+=(--mca btl_tcp_if_include "$DEVMAP_MPI_INTERFACE" --mca oob_tcp_if_include "$DEVMAP_MPI_INTERFACE")
+fi
+# shellcheck disable=SC2206  # DEVMAP_MPIRUN_ARGS is a list of words
+[[ -z "${DEVMAP_MPIRUN_ARGS:-}" ]] || line+=($DEVMAP_MPIRUN_ARGS)
+line+=(-x DEVMAP_BUILD_DIR="$dir" "$root/scripts/launch.sh" "$@")
+echo "launch.sh: ${line[*]}" >&2
+exec "${line[@]}"

@@ -3,8 +3,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -119,6 +121,37 @@ void MpiSession::allreduce_sum_ordered(float* data, size_t count) const {
   check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), offsets.data(), MPI_FLOAT,
                        MPI_COMM_WORLD),
         "MPI_Allgatherv (allreduce_sum_ordered)");
+}
+
+std::vector<std::string> MpiSession::allgather(const std::string& mine) const {
+  if (mine.size() > static_cast<size_t>(INT_MAX)) throw_runtime("MPI: allgather of a string over 2 GiB");
+  const size_t n = static_cast<size_t>(size_);
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(n), offsets(n);
+  check(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather (lengths)");
+  size_t total = 0;
+  for (size_t r = 0; r < n; ++r) {
+    offsets[r] = static_cast<int>(total);
+    total += static_cast<size_t>(lengths[r]);
+    if (total > static_cast<size_t>(INT_MAX)) throw_runtime("MPI: allgather of strings over 2 GiB in all");
+  }
+  std::string all(total, '\0');
+  check(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+                       MPI_COMM_WORLD),
+        "MPI_Allgatherv (strings)");
+  std::vector<std::string> out(n);
+  for (size_t r = 0; r < n; ++r) out[r] = all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r]));
+  return out;
+}
+
+int MpiSession::broadcast_sleeping(int value, int root) const {
+  MPI_Request request;
+  check(MPI_Ibcast(&value, 1, MPI_INT, root, MPI_COMM_WORLD, &request), "MPI_Ibcast");
+  for (int done = 0;;) {
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test (broadcast)");
+    if (done) return value;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 void MpiSession::barrier() const {

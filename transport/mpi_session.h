@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -46,6 +47,15 @@ class MpiSession {
   // 2 (size-1)/size of the buffer in and out of each rank, as a
   // reduce-scatter followed by an all-gather does.
   void allreduce_sum_ordered(float* data, size_t count) const;
+
+  // Every rank's `mine`, in rank order, on every rank. Collective.
+  std::vector<std::string> allgather(const std::string& mine) const;
+
+  // Rank `root`'s `value` on every rank. Collective. A rank waits by testing
+  // the request every few milliseconds and sleeping in between, so a rank
+  // that waits for the job's end leaves the host's cores to its workers
+  // (MPI's blocking calls poll in a loop).
+  int broadcast_sleeping(int value, int root) const;
 
   void barrier() const;
 

@@ -15,11 +15,12 @@ inline std::string edge_segment_name(const std::string& run_prefix, int edge) {
   return segment_name(run_prefix, "edge" + std::to_string(edge));
 }
 
-// The ipc socket on which `device`'s worker receives tensor handles.
+// The ipc socket on which `device`'s worker receives tensor handles
+// ("node1/cpu:0" -> data-node1_cpu_0.sock: host names hold no '_').
 inline std::string data_socket_path(const std::string& run_dir, const std::string& device) {
   std::string safe = device;
   for (char& c : safe)
-    if (c == ':') c = '_';
+    if (c == ':' || c == '/') c = '_';
   return run_dir + "/data-" + safe + ".sock";
 }
 

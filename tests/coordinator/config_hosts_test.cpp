@@ -24,14 +24,18 @@ TEST(Hosts, WithoutHostsEveryDeviceIsOnThisMachine) {
   for (const DeviceSpec& d : c.devices) EXPECT_EQ(d.host, "") << d.name;
 }
 
-TEST(Hosts, AValidConfigWithHostsStopsWithWhatExists) {
-  const std::string stop = "a.yaml:8:1: " + hosts_not_built_message();
-  EXPECT_EQ(err("hosts: [node1, node-2.lan, 10.0.0.3]\n"
-                "devices: {node1/cpu:0: {threads: 2}, node-2.lan/gpu:0: {}, cpu:0: {}}\n"
-                "device_map: {default: node1/cpu:0, place: {logits: node-2.lan/gpu:0}}\n"),
-            stop);
-  EXPECT_NE(stop.find("not built yet"), std::string::npos);
-  EXPECT_NE(stop.find("scripts/testbed.sh"), std::string::npos);
+TEST(Hosts, AValidConfigWithHostsLoadsWithEachDevicesHost) {
+  const Config c = load_config_text(kMinimalModel +
+                                        "hosts: [node1, node-2.lan, 10.0.0.3]\n"
+                                        "devices: {node1/cpu:0: {threads: 2}, node-2.lan/gpu:0: {}, cpu:0: {}}\n"
+                                        "device_map: {default: node1/cpu:0, place: {logits: node-2.lan/gpu:0}}\n",
+                                    "a.yaml");
+  EXPECT_EQ(c.hosts, (std::vector<std::string>{"node1", "node-2.lan", "10.0.0.3"}));
+  EXPECT_EQ(c.hosts_loc.prefix(), "a.yaml:8:1: ");
+  ASSERT_EQ(c.devices.size(), 3u);
+  EXPECT_EQ(c.devices[0].host, "node1");
+  EXPECT_EQ(c.devices[1].host, "node-2.lan");
+  EXPECT_EQ(c.devices[2].host, "");
 }
 
 TEST(Hosts, MalformedHostsSections) {

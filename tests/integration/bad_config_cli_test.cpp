@@ -2,6 +2,7 @@
 // tests/configs/bad/expected.txt: the first line of stderr must be exactly
 // the expected message and the exit status 2, with nothing launched.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -29,6 +30,9 @@ std::vector<BadConfig> load_table() {
     std::string known;
     for (const std::string& op : known_op_names()) known += (known.empty() ? "" : ", ") + op;
     for (size_t pos; (pos = b.expected.find("{KNOWN_OPS}")) != std::string::npos;) b.expected.replace(pos, 11, known);
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    for (size_t pos; (pos = b.expected.find("{HOST}")) != std::string::npos;) b.expected.replace(pos, 6, host);
     table.push_back(b);
   }
   return table;

@@ -1,8 +1,7 @@
-// MpiSession across the namespace hosts of scripts/testbed.sh: a test bed
-// of three hosts is made once for the suite (named per process, so runs in
-// parallel do not meet) and removed after it; mpirun runs
-// mpi_session_ranks across the hosts over TCP only. Skipped, with the
-// reason, where the build has no MPI or namespaces cannot be made.
+// MpiSession across the namespace hosts of scripts/testbed.sh (three, made
+// for the suite: testbed_suite.h); mpirun runs mpi_session_ranks across the
+// hosts over TCP only. Skipped, with the reason, where the build has no MPI
+// or namespaces cannot be made.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,46 +11,16 @@
 #include <sstream>
 
 #include "tests/multihost/allreduce_data.h"
+#include "tests/multihost/testbed_suite.h"
 #include "tests/support/run_process.h"
 
 namespace devmap::testing {
 namespace {
 
-const std::string kTestbed = std::string(DEVMAP_SOURCE_DIR) + "/scripts/testbed.sh";
-
-class MpiAcrossHosts : public ::testing::Test {
+class MpiAcrossHosts : public TestbedSuite {
  protected:
-  static void SetUpTestSuite() {
-    skip_reason_.clear();
-    if (std::string(DEVMAP_MPI_RANKS_BIN).empty()) {
-      skip_reason_ = "built without MPI (DEVMAP_ENABLE_MPI; scripts/setup.sh installs libopenmpi-dev)";
-      return;
-    }
-    dir_ = new TempDir;
-    if (run_process({"sh", "-c", "command -v mpirun"}, dir_->path()).exit_code != 0) {
-      skip_reason_ = "mpirun is not installed (scripts/setup.sh installs openmpi-bin)";
-      return;
-    }
-    ProcessResult check = run_process({kTestbed, "check"}, dir_->path(), env());
-    if (check.exit_code == 77) {
-      skip_reason_ = check.first_err_line();
-      return;
-    }
-    ProcessResult up = run_process({kTestbed, "up", "3"}, dir_->path(), env());
-    up_ok_ = up.exit_code == 0;
-    up_err_ = up.err;
-  }
-  static void TearDownTestSuite() {
-    if (dir_) run_process({kTestbed, "down"}, dir_->path(), env());
-    delete dir_;
-    dir_ = nullptr;
-  }
-  void SetUp() override {
-    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
-    ASSERT_TRUE(up_ok_) << "testbed.sh up 3 failed: " << up_err_;
-  }
-
-  static std::vector<std::string> env() { return {"DEVMAP_TESTBED_NAME=mh" + std::to_string(getpid())}; }
+  static void SetUpTestSuite() { bring_up(3); }
+  static void TearDownTestSuite() { tear_down(); }
 
   // mpirun -np N --map-by node: rank r on host node(r+1).
   static ProcessResult mpirun(int ranks, const std::vector<std::string>& args) {
@@ -61,25 +30,12 @@ class MpiAcrossHosts : public ::testing::Test {
     return run_process(argv, dir_->path(), env());
   }
 
-  // {rx_bytes, tx_bytes} of `host`'s eth0.
-  static std::pair<uint64_t, uint64_t> bytes(const std::string& host) {
-    ProcessResult r = run_process({kTestbed, "bytes", host}, dir_->path(), env());
-    std::pair<uint64_t, uint64_t> b{0, 0};
-    std::istringstream(r.out) >> b.first >> b.second;
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return b;
-  }
-
   static std::string digest_of(int ranks, size_t count) {
     std::vector<float> sum = rank_order_sum(ranks, count);
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016" PRIx64, bits_digest(sum.data(), count));
     return hex;
   }
-
-  static inline TempDir* dir_ = nullptr;
-  static inline std::string skip_reason_, up_err_;
-  static inline bool up_ok_ = false;
 };
 
 bool contains(const std::string& s, const std::string& part) {

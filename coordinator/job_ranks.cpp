@@ -1,0 +1,238 @@
+#include "coordinator/job_ranks.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "coordinator/calibration_cache.h"
+#include "coordinator/config_hosts.h"
+#include "coordinator/config_names.h"
+#include "transport/wire.h"
+
+#ifdef DEVMAP_HAS_MPI
+#include "transport/mpi_session.h"
+#endif
+
+#ifndef DEVMAP_VERSION
+#define DEVMAP_VERSION "dev"
+#endif
+
+namespace devmap {
+namespace {
+
+std::vector<std::string> ipv4_addresses() {
+  std::vector<std::string> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return out;
+  for (const ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN];
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof text)) out.emplace_back(text);
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+std::string this_host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string rank_on(size_t rank, const RankFacts& f) {
+  return "rank " + std::to_string(rank) + " on " + f.host;
+}
+
+// The ranks' host names, in rank order: "node1, node2".
+std::string rank_hosts(const std::vector<RankFacts>& ranks) {
+  std::vector<std::string> hosts;
+  for (const RankFacts& r : ranks) hosts.push_back(r.host);
+  return join_names(hosts);
+}
+
+std::string comma_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
+std::optional<std::string> builds_differ(const std::vector<RankFacts>& ranks) {
+  for (size_t r = 1; r < ranks.size(); ++r)
+    if (ranks[r].protocol != ranks[0].protocol || ranks[r].build != ranks[0].build)
+      return rank_on(r, ranks[r]) + " runs devmap " + ranks[r].build + " (protocol " +
+             std::to_string(ranks[r].protocol) + "), but " + rank_on(0, ranks[0]) + " runs devmap " + ranks[0].build +
+             " (protocol " + std::to_string(ranks[0].protocol) + "): every host must run the same build of devmap";
+  return std::nullopt;
+}
+
+std::optional<std::string> configs_differ(const std::vector<RankFacts>& ranks) {
+  for (size_t r = 1; r < ranks.size(); ++r)
+    if (ranks[r].config_digest != ranks[0].config_digest)
+      return rank_on(r, ranks[r]) + " read another config than " + rank_on(0, ranks[0]) + " (digest " +
+             ranks[r].config_digest + " against " + ranks[0].config_digest +
+             "): every host must read the same file with the same --set options";
+  return std::nullopt;
+}
+
+std::optional<std::string> two_ranks_on_a_host(const std::vector<RankFacts>& ranks) {
+  for (size_t a = 0; a < ranks.size(); ++a)
+    for (size_t b = a + 1; b < ranks.size(); ++b)
+      if (ranks[a].host == ranks[b].host)
+        return "ranks " + std::to_string(a) + " and " + std::to_string(b) + " both run on " + ranks[a].host +
+               ": a job has one rank per host (mpirun --map-by ppr:1:node, srun --ntasks-per-node=1)";
+  return std::nullopt;
+}
+
+std::optional<std::string> hosts_differ(const std::vector<RankFacts>& ranks, const Config& config, bool launched) {
+  if (config.hosts.empty()) return std::nullopt;  // the hosts are the launcher's
+  const std::string at = config.hosts_loc.prefix();
+  for (const std::string& host : config.hosts) {
+    if (std::any_of(ranks.begin(), ranks.end(), [&](const RankFacts& r) { return names_host(host, r); })) continue;
+    if (!launched)
+      return at + "hosts: the config spans " + join_names(config.hosts) + ", and this process runs on " +
+             ranks[0].host + " without an MPI launcher: start the job with scripts/launch.sh --hosts " +
+             comma_list(config.hosts) + " " + config.path + " (or mpirun or srun, one rank per host)";
+    return at + "hosts: no rank runs on " + host + ": the launcher started ranks on " + rank_hosts(ranks) +
+           ", and every host the config lists needs one";
+  }
+  for (size_t r = 0; r < ranks.size(); ++r)
+    if (std::none_of(config.hosts.begin(), config.hosts.end(),
+                     [&](const std::string& host) { return names_host(host, ranks[r]); }))
+      return at + "hosts: " + rank_on(r, ranks[r]) + ", a host the config's hosts (" + join_names(config.hosts) +
+             ") do not list: list it, or start no rank there";
+  return std::nullopt;
+}
+
+std::optional<std::string> devices_off_the_coordinators_host(const std::vector<RankFacts>& ranks,
+                                                             const Config& config) {
+  for (size_t i = 0; i < config.devices.size(); ++i) {
+    const DeviceSpec& d = config.devices[i];
+    for (size_t j = 0; j < i; ++j) {
+      const DeviceSpec& e = config.devices[j];
+      if (split_host(e.name).device == split_host(d.name).device && (e.host.empty() || names_host(e.host, ranks[0])) &&
+          (d.host.empty() || names_host(d.host, ranks[0])))
+        return d.loc.prefix() + "devices: " + quoted(std::min(d.name, e.name)) + " and " +
+               quoted(std::max(d.name, e.name)) + " are the same device: the job's coordinator (rank 0) runs on " +
+               ranks[0].host + ", where a device without a host is; declare it once";
+    }
+  }
+  for (const DeviceSpec& d : config.devices)
+    if (!d.host.empty() && !names_host(d.host, ranks[0]))
+      return d.loc.prefix() + "devices: device " + quoted(d.name) + " is on " + d.host +
+             ", but the job's coordinator (rank 0) runs on " + ranks[0].host +
+             ": devices on other hosts than the coordinator's are not built yet (cut edges and data-parallel "
+             "replicas between hosts); place every device on " +
+             ranks[0].host;
+  return std::nullopt;
+}
+
+const char* environment(const char* name) {
+  return std::getenv(name);
+}
+
+}  // namespace
+
+bool started_by_mpi_launcher(const char* (*getenv)(const char*)) {
+  if (!getenv) getenv = environment;
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (getenv(name)) return true;
+  return false;
+}
+
+std::string RankFacts::encode() const {
+  std::string out = host + "\n" + std::to_string(protocol) + "\n" + build + "\n" + config_digest + "\n";
+  out += comma_list(addresses);
+  return out;
+}
+
+RankFacts RankFacts::decode(const std::string& text) {
+  RankFacts f;
+  std::istringstream in(text);
+  std::string protocol, addresses;
+  std::getline(in, f.host);
+  std::getline(in, protocol);
+  std::getline(in, f.build);
+  std::getline(in, f.config_digest);
+  std::getline(in, addresses);
+  f.protocol = static_cast<uint32_t>(std::strtoul(protocol.c_str(), nullptr, 10));
+  std::istringstream list(addresses);
+  for (std::string a; std::getline(list, a, ',');)
+    if (!a.empty()) f.addresses.push_back(a);
+  return f;
+}
+
+RankFacts local_rank_facts(const std::string& host, const Config& config) {
+  RankFacts f;
+  f.host = host;
+  f.addresses = ipv4_addresses();
+  f.protocol = wire::kProtocolVersion;
+  f.build = DEVMAP_VERSION;
+  f.config_digest = key_hash(config.resolved_yaml);
+  return f;
+}
+
+bool names_host(const std::string& name, const RankFacts& rank) {
+  if (name == rank.host) return true;
+  if (rank.host.size() > name.size() && rank.host.compare(0, name.size(), name) == 0 && rank.host[name.size()] == '.')
+    return true;
+  return std::find(rank.addresses.begin(), rank.addresses.end(), name) != rank.addresses.end();
+}
+
+std::optional<std::string> job_ranks_problem(const std::vector<RankFacts>& ranks, const Config& config, bool launched) {
+  if (ranks.empty()) return "a job needs at least one rank";
+  for (auto check : {builds_differ, configs_differ, two_ranks_on_a_host})
+    if (auto problem = check(ranks)) return problem;
+  if (auto problem = hosts_differ(ranks, config, launched)) return problem;
+  return devices_off_the_coordinators_host(ranks, config);
+}
+
+#ifdef DEVMAP_HAS_MPI
+struct JobRanks::Mpi {
+  MpiSession session;
+  Mpi(int* argc, char*** argv) : session(argc, argv) {}
+};
+#else
+struct JobRanks::Mpi {};
+#endif
+
+JobRanks::JobRanks([[maybe_unused]] int* argc, [[maybe_unused]] char*** argv, const Config& config) {
+  const bool launched = started_by_mpi_launcher();
+  std::vector<RankFacts> ranks;
+  if (launched) {
+#ifdef DEVMAP_HAS_MPI
+    mpi_ = std::make_unique<Mpi>(argc, argv);
+    rank_ = mpi_->session.rank();
+    size_ = mpi_->session.size();
+    for (const std::string& text : mpi_->session.allgather(local_rank_facts(mpi_->session.host(), config).encode()))
+      ranks.push_back(RankFacts::decode(text));
+#else
+    throw_invalid(
+        "an MPI launcher (mpirun or srun) started this coordinator, but it was built without MPI: install "
+        "libopenmpi-dev (scripts/setup.sh does) and rebuild, or run it without a launcher");
+#endif
+  } else {
+    ranks.push_back(local_rank_facts(this_host_name(), config));
+  }
+  if (auto problem = job_ranks_problem(ranks, config, launched)) {
+    if (rank_ == 0) throw_invalid(*problem);
+    throw_invalid("devmap: " + rank_on(static_cast<size_t>(rank_), ranks[static_cast<size_t>(rank_)]) +
+                  ": the job did not start (rank 0 says why)");
+  }
+}
+
+JobRanks::~JobRanks() = default;
+
+int JobRanks::finish(int exit_code) {
+#ifdef DEVMAP_HAS_MPI
+  if (mpi_) return mpi_->session.broadcast_sleeping(exit_code, 0);
+#endif
+  return exit_code;
+}
+
+}  // namespace devmap

@@ -1,0 +1,219 @@
+// A devmap job across the namespace hosts of scripts/testbed.sh, started
+// the way a user starts one: scripts/launch.sh --hosts node1,node2 composes
+// and runs mpirun, with one coordinator rank per host. Rank 0 (node1) runs
+// the job's devices; the ranks first agree on the build, the config and the
+// hosts. Skipped, with the reason, where the build has no MPI or namespaces
+// cannot be made.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "tests/multihost/testbed_suite.h"
+#include "tests/support/run_process.h"
+
+namespace devmap::testing {
+namespace {
+
+const std::string kCoordinator = DEVMAP_COORDINATOR_BIN;
+// The build folder: launch.sh runs it on every host (DEVMAP_BUILD_DIR).
+const std::string kBuildDir = std::filesystem::path(kCoordinator).parent_path().parent_path().string();
+
+// A small CNN split over two workers on node1, trained for a few steps.
+const std::string kHostedConfig = R"(hosts: [node1, node2]
+model:
+  ops:
+    - {name: image, op: input, shape: [1, 28, 28]}
+    - {name: label, op: labels, classes: 10}
+    - {name: conv1, op: conv2d, inputs: [image], filters: 8, kernel: 5, padding: 2, device: node1/cpu:0}
+    - {name: relu1, op: relu, inputs: [conv1], device: node1/cpu:0}
+    - {name: pool1, op: max_pool2d, inputs: [relu1], kernel: 2, device: node1/cpu:0}
+    - {name: flat, op: flatten, inputs: [pool1]}
+    - {name: fc1, op: dense, inputs: [flat], units: 32}
+    - {name: relu2, op: relu, inputs: [fc1]}
+    - {name: logits, op: dense, inputs: [relu2], units: 10}
+    - {name: loss, op: softmax_cross_entropy, inputs: [logits, label]}
+data: {train_limit: 640, test_limit: 128}
+train: {epochs: 1, batch_size: 32, seed: 3}
+devices: {node1/cpu:0: {threads: 1}, node1/cpu:1: {threads: 1}}
+device_map: {default: node1/cpu:1}
+)";
+
+// The same job on this machine alone: no hosts, no host in device names.
+std::string local_config() {
+  std::string text = std::regex_replace(kHostedConfig, std::regex("node1/"), "");
+  return text.substr(text.find('\n') + 1);
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+class JobAcrossHosts : public TestbedSuite {
+ protected:
+  static void SetUpTestSuite() { bring_up(2); }
+  static void TearDownTestSuite() { tear_down(); }
+
+  // A folder every host sees at the same path (the build folder is in the
+  // repository, which the test bed shows on every host; /tmp is each host's
+  // own): the configs, checkpoints and runs of one test.
+  void SetUp() override {
+    TestbedSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    shared_ = kBuildDir + "/multihost-" + std::to_string(getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(shared_);
+    std::filesystem::create_directories(shared_);
+  }
+  void TearDown() override {
+    if (!shared_.empty()) std::filesystem::remove_all(shared_);
+  }
+
+  // The shell line, run on node1, that starts `config` on node1 and node2
+  // through launch.sh --hosts, over the test bed's eth0 links.
+  std::string launch_line(const std::string& config, const std::vector<std::string>& args) const {
+    std::string line = "cd " + shell_quote(shared_) + " && exec env DEVMAP_BUILD_DIR=" + shell_quote(kBuildDir) +
+                       " DEVMAP_MPI_INTERFACE=eth0 DEVMAP_MPIRUN_ARGS=" +
+                       shell_quote("--mca plm_rsh_agent " + std::string(DEVMAP_SOURCE_DIR) +
+                                   "/scripts/testbed_rsh.sh -x DEVMAP_TESTBED_NAME=" + name() + " -wdir " + shared_) +
+                       " " + shell_quote(std::string(DEVMAP_SOURCE_DIR) + "/scripts/launch.sh") +
+                       " --hosts node1,node2 " + shell_quote(config);
+    for (const std::string& a : args) line += " " + shell_quote(a);
+    return line;
+  }
+  ProcessResult launch(const std::string& config, const std::vector<std::string>& args) const {
+    return in_host("node1", launch_line(config, args));
+  }
+  // The same job's coordinator on this machine, without a launcher.
+  ProcessResult run_here(const std::string& config, const std::vector<std::string>& args) const {
+    std::string line =
+        "cd " + shell_quote(shared_) + " && exec " + shell_quote(kCoordinator) + " " + shell_quote(config);
+    for (const std::string& a : args) line += " " + shell_quote(a);
+    return run_process({"sh", "-c", line}, dir_->path());
+  }
+
+  // The devmap processes still running inside `host` (by its UTS namespace:
+  // the hosts share one pid namespace), one "pid name" per line.
+  static std::string devmap_processes(const std::string& host) {
+    return in_host(host,
+                   "for p in $(pgrep -x 'coordinator|worker_cpu|devmap_run_guard|orted'); do "
+                   "[ \"$(readlink /proc/$p/ns/uts)\" = \"$(readlink /proc/self/ns/uts)\" ] && "
+                   "echo \"$p $(cat /proc/$p/comm)\"; done; true")
+        .out;
+  }
+
+  std::string shared_;
+};
+
+TEST_F(JobAcrossHosts, TwoRanksTrainTheBitsOfTheSameJobOnOneMachineWithOrWithoutHosts) {
+  write_file(shared_ + "/hosted.yaml", kHostedConfig);
+  write_file(shared_ + "/local.yaml", local_config());
+  ProcessResult hosted =
+      launch(shared_ + "/hosted.yaml", {"--set", "train.checkpoint=" + shared_ + "/hosted.safetensors"});
+  ASSERT_EQ(hosted.exit_code, 0) << hosted.err;
+  // launch.sh printed the mpirun line it ran: one rank per host, TCP only.
+  EXPECT_TRUE(contains(hosted.err, "launch.sh: mpirun --host node1,node2 -np 2 --map-by node")) << hosted.err;
+  EXPECT_TRUE(contains(hosted.err, "--mca btl tcp,self --mca btl_tcp_if_include eth0")) << hosted.err;
+  EXPECT_TRUE(contains(hosted.out, "device busy: node1/cpu:0 ")) << hosted.out;
+  ProcessResult local = run_here("local.yaml", {"--set", "train.checkpoint=" + shared_ + "/local.safetensors"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  // The same epoch line and the same weights, to the bit.
+  EXPECT_EQ(hosted.out.substr(0, hosted.out.find('\n')), local.out.substr(0, local.out.find('\n')));
+  const std::string weights = read_file(shared_ + "/hosted.safetensors");
+  EXPECT_GT(weights.size(), 1000u);
+  EXPECT_TRUE(weights == read_file(shared_ + "/local.safetensors"));
+  // Without a hosts section, the job spans the hosts the launcher gave it.
+  ProcessResult given =
+      launch(shared_ + "/local.yaml", {"--set", "train.checkpoint=" + shared_ + "/given.safetensors"});
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_TRUE(weights == read_file(shared_ + "/given.safetensors"));
+  EXPECT_EQ(devmap_processes("node1") + devmap_processes("node2"), "");
+  EXPECT_EQ(in_host("node1", "ls -A /dev/shm").out, "");
+}
+
+TEST_F(JobAcrossHosts, AHostWithoutARankStopsTheJobAtStartUp) {
+  std::string text = kHostedConfig;
+  text.replace(0, text.find('\n'), "hosts: [node1, node2, node3]");
+  write_file(shared_ + "/three.yaml", text);
+  ProcessResult r = launch(shared_ + "/three.yaml", {});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, shared_ + "/three.yaml:1:1: hosts: no rank runs on node3: the launcher started ranks on "
+                                        "node1, node2, and every host the config lists needs one\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "devmap: rank 1 on node2: the job did not start (rank 0 says why)\n")) << r.err;
+  EXPECT_EQ(devmap_processes("node1") + devmap_processes("node2"), "");
+}
+
+TEST_F(JobAcrossHosts, AnotherConfigOnOneHostStopsTheJobAtStartUp) {
+  // Each host's /tmp is its own: the same path holds another seed on node2.
+  write_file(shared_ + "/a.yaml", kHostedConfig);
+  write_file(shared_ + "/b.yaml", std::regex_replace(kHostedConfig, std::regex("seed: 3"), "seed: 4"));
+  ASSERT_EQ(in_host("node1", "cp " + shell_quote(shared_ + "/a.yaml") + " /tmp/job.yaml").exit_code, 0);
+  ASSERT_EQ(in_host("node2", "cp " + shell_quote(shared_ + "/b.yaml") + " /tmp/job.yaml").exit_code, 0);
+  ProcessResult r = launch("/tmp/job.yaml", {});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("\nrank 1 on node2 read another config than rank 0 on node1 "
+                                                  "\\(digest [0-9a-f]{16} against [0-9a-f]{16}\\): every host "
+                                                  "must read the same file with the same --set options\n")))
+      << r.err;
+  in_host("node1", "rm -f /tmp/job.yaml");
+  in_host("node2", "rm -f /tmp/job.yaml");
+}
+
+TEST_F(JobAcrossHosts, AKilledRankStopsTheJobOnEveryHostAndResumeContinuesIt) {
+  write_file(shared_ + "/job.yaml", kHostedConfig);
+  write_file(shared_ + "/local.yaml", local_config());
+  const std::vector<std::string> steps{"--set", "train.epochs=40",          "--set", "train.max_steps=240",
+                                       "--set", "train.checkpoint_every=20"};
+  auto with = [&](std::vector<std::string> args, const std::string& checkpoint) {
+    args.insert(args.end(), steps.begin(), steps.end());
+    args.insert(args.end(), {"--set", "train.checkpoint=" + shared_ + "/" + checkpoint});
+    return args;
+  };
+  BackgroundProcess job(
+      {kTestbed, "exec", "node1", "sh", "-c", launch_line(shared_ + "/job.yaml", with({}, "job.safetensors"))},
+      dir_->path(), env());
+  // Once the first checkpoint is written, kill node2's rank.
+  const auto started = std::chrono::steady_clock::now();
+  while (!std::filesystem::exists(shared_ + "/job.step-20.safetensors") && job.wait(std::chrono::milliseconds(0)) < 0 &&
+         std::chrono::steady_clock::now() - started < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_LT(job.wait(std::chrono::milliseconds(0)), 0) << "the job ended before its rank was killed: " << job.err();
+  const auto killed = std::chrono::steady_clock::now();
+  ProcessResult kill = in_host("node2",
+                               "for p in $(pgrep -x coordinator); do "
+                               "[ \"$(readlink /proc/$p/ns/uts)\" = \"$(readlink /proc/self/ns/uts)\" ] && "
+                               "kill -KILL $p && echo killed; done; true");
+  ASSERT_EQ(kill.out, "killed\n") << kill.err;
+  const int code = job.wait(std::chrono::seconds(30));
+  const double stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  EXPECT_NE(code, 0) << job.err();
+  EXPECT_NE(code, -1) << "the job still runs 30 s after a rank was killed";
+  EXPECT_LE(stop_s, 5.0) << job.err();
+  std::printf("the job stopped %.2f s after node2's rank was killed\n", stop_s);
+  EXPECT_TRUE(contains(job.err(), "rank 1 with PID")) << job.err();
+  // Nothing of the job is left on either host.
+  EXPECT_EQ(devmap_processes("node1") + devmap_processes("node2"), "");
+  EXPECT_EQ(in_host("node1", "ls -A /dev/shm").out, "");
+  EXPECT_EQ(in_host("node2", "ls -A /dev/shm").out, "");
+
+  // Resumed across the hosts, it ends with the weights of a run that was
+  // never stopped.
+  ProcessResult resumed = launch(shared_ + "/job.yaml", with({"--resume"}, "job.safetensors"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(contains(resumed.err, "resum")) << resumed.err;
+  ProcessResult whole = run_here("local.yaml", with({}, "local.safetensors"));
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_TRUE(read_file(shared_ + "/job.safetensors") == read_file(shared_ + "/local.safetensors"));
+}
+
+}  // namespace
+}  // namespace devmap::testing
