@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "coordinator/dataset.h"
+#include "coordinator/gradient_exchange.h"
 #include "coordinator/signals.h"
 #include "coordinator/worker_group.h"
 #include "core/error.h"
@@ -61,14 +62,25 @@ class BatchFeeder {
     if (max_batches >= 0) batches = std::min(batches, max_batches);
     if (batches == 0) return true;
     micro = std::min(micro, batch_size);
+    const bool replicated = exchange_ && (flags & wire::kTrain);
     // (batch, first sample, samples) of every micro-batch, in order; a
     // batch's micro-batches are as even as micro_batch_sizes() makes them.
+    // A data-parallel replica's share of a batch is split the same way (n/r
+    // samples, one more for the first n%r replicas), and its micro-batches
+    // split that share.
     auto size_of = [&](int64_t i) { return std::min(batch_size, count - i * batch_size); };
-    auto micros_of = [&](int64_t i) { return (size_of(i) + micro - 1) / micro; };
+    auto share_of = [&](int64_t i) {
+      const int64_t n = size_of(i);
+      if (!replicated) return Unit{i, i * batch_size, n};
+      const int64_t base = n / replicas_, extra = n % replicas_;
+      return Unit{i, i * batch_size + rank_ * base + std::min<int64_t>(rank_, extra), base + (rank_ < extra ? 1 : 0)};
+    };
+    auto micros_of = [&](int64_t i) { return (share_of(i).size + micro - 1) / micro; };
     auto unit_of = [&](int64_t i, int64_t j) {
-      // Micro-batch j of a batch of n in m: n/m samples, one more for the first n%m.
-      const int64_t n = size_of(i), m = micros_of(i), base = n / m, extra = n % m;
-      return Unit{i, i * batch_size + j * base + std::min(j, extra), base + (j < extra ? 1 : 0)};
+      // Micro-batch j of a share of n in m: n/m samples, one more for the first n%m.
+      const Unit share = share_of(i);
+      const int64_t n = share.size, m = micros_of(i), base = n / m, extra = n % m;
+      return Unit{i, share.first + j * base + std::min(j, extra), base + (j < extra ? 1 : 0)};
     };
     int64_t i = 0, j = 0, sent = 0;
     Unit next = unit_of(0, 0);
@@ -94,7 +106,7 @@ class BatchFeeder {
       s.flags = flags;
       if (flags & wire::kTrain) {
         if (j > 0) s.flags |= wire::kAccumulate;
-        if (j + 1 < m) s.flags |= wire::kNoUpdate;
+        if (j + 1 < m || replicated) s.flags |= wire::kNoUpdate;  // a replica updates after the exchange
         if (i == 0 && first_step == 0) s.flags |= extra_first_flags_;
       }
       group_.send(s);
@@ -115,6 +127,7 @@ class BatchFeeder {
       sum.compute_seconds += r.compute_seconds;
       if (!r.param_stats.empty()) sum.param_stats = std::move(r.param_stats);
       if (j + 1 == m) {
+        if (replicated) exchange_->exchange(group_, s.step, sum);
         on_done(i, s.batch_total, sum, s.slot);
         sum = StepResult{};
       }
@@ -228,6 +241,14 @@ class BatchFeeder {
   }
 
   void set_first_step_flags(uint32_t f) { extra_first_flags_ = f; }
+  // Data-parallel training (lock-step batches only): this feeder runs
+  // replica `rank` of `replicas`, feeding its share of each training step's
+  // samples and handing each step to `exchange` before on_done sees it.
+  void set_replica(int rank, int replicas, GradientExchange* exchange) {
+    rank_ = rank;
+    replicas_ = replicas;
+    exchange_ = exchange;
+  }
   // run() goes by rounds of up to `round` micro-batches (a pipelined job:
   // JobMemory::rounds); 0: one micro-batch at a time.
   void set_rounds(int round) { round_ = round; }
@@ -258,6 +279,8 @@ class BatchFeeder {
   uint64_t image_off_ = 0, label_off_ = 0;
   uint32_t extra_first_flags_ = 0;
   int round_ = 0;
+  int rank_ = 0, replicas_ = 1;
+  GradientExchange* exchange_ = nullptr;
 };
 
 }  // namespace devmap

@@ -174,6 +174,28 @@ FaultConfig read_faults(const YamlSource& src, const YAML::Node& node) {
   return f;
 }
 
+// After devices and train: each replica needs a sample of every step, and
+// runs the whole device map on its own host.
+DataParallelConfig read_data_parallel(const YamlSource& src, const YAML::Node& node, const Config& config) {
+  MapReader map(src, node, section("data_parallel"), config_keys::kDataParallel);
+  DataParallelConfig dp;
+  dp.replicas = map.get_int("replicas", dp.replicas, 1, DataParallelConfig::kMaxReplicas);
+  if (!map.has("replicas")) return dp;
+  dp.loc = src.loc(map.key_node("replicas"));
+  if (dp.replicas > config.train.batch_size)
+    src.fail(map.anchor("replicas"), "data_parallel.replicas " + std::to_string(dp.replicas) +
+                                         " is more than train.batch_size " + std::to_string(config.train.batch_size) +
+                                         ": every replica trains on a share of each step's samples");
+  if (dp.replicas > 1)
+    for (const DeviceSpec& d : config.devices)
+      if (!d.host.empty())
+        src.fail(map.anchor("replicas"), "data_parallel.replicas " + std::to_string(dp.replicas) +
+                                             ": each replica runs the whole "
+                                             "device map on its own host, so device names carry no host, but " +
+                                             quoted(d.name) + " does");
+  return dp;
+}
+
 std::string emit(const YAML::Node& root) {
   YAML::Emitter out;
   out << root;
@@ -230,6 +252,7 @@ Config load_tree(YAML::Node root, const std::string& name, const std::vector<std
     if (coordinator.has("shared_memory_limit"))
       config.shared_memory_limit = read_memory_limit(coordinator, "shared_memory_limit");
   }
+  if (top.has("data_parallel")) config.data_parallel = read_data_parallel(src, top.value("data_parallel"), config);
   ModelGraph model = build_model_graph(top.value("model"), src, config.job, config.devices);
   check_place_matches(device_map.place, model.graph, model.groups, src);
   config.placement_reason = place_ops(model.graph, model.requests, device_map.place, config.default_device);

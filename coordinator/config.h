@@ -117,6 +117,15 @@ struct PredictConfig {
   int64_t batch = 0;    // images per step; 0: train.eval_batch_size
 };
 
+// data_parallel: copies of the device map, one per host of the job, each
+// training on its share of every step's samples; their gradients are
+// summed across hosts before each update.
+struct DataParallelConfig {
+  int64_t replicas = 1;
+  SourceLoc loc;  // of the `replicas` key
+  static constexpr int64_t kMaxReplicas = 64;
+};
+
 struct Config {
   std::string path;           // the YAML file as given
   std::string job = "train";  // "train" or "predict"
@@ -130,9 +139,10 @@ struct Config {
   std::vector<DeviceSpec> devices;       // declared devices, in file order
   std::vector<std::string> hosts;        // `hosts`, in file order; empty: this machine only
   SourceLoc hosts_loc;                   // of the `hosts` key
-  std::string default_device;            // device_map.default, resolved (never empty)
-  bool allow_soft_placement = false;     // ops on an unusable GPU move to a CPU device instead of failing
-  std::vector<PlaceRule> place;          // device_map.place, in order; each matches at least one op
+  DataParallelConfig data_parallel;
+  std::string default_device;         // device_map.default, resolved (never empty)
+  bool allow_soft_placement = false;  // ops on an unusable GPU move to a CPU device instead of failing
+  std::vector<PlaceRule> place;       // device_map.place, in order; each matches at least one op
 
   // Why each op runs where it does, parallel to graph.nodes(): the rule of
   // the precedence in docs/CONFIG.md that placed it, one of

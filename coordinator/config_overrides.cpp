@@ -133,6 +133,7 @@ class Override {
     if (scope == "predict") return &config_keys::kPredict;
     if (scope == "faults") return &config_keys::kFaults;
     if (scope == "coordinator") return &config_keys::kCoordinator;
+    if (scope == "data_parallel") return &config_keys::kDataParallel;
     if (scope == "devices") return &kNone;
     if (scope.rfind("devices.", 0) == 0 && scope.find('.', 8) == std::string::npos) return &config_keys::kDevice;
     if (scope == "device_map") return &config_keys::kDeviceMap;

@@ -117,14 +117,15 @@ std::optional<std::string> devices_off_the_coordinators_host(const std::vector<R
       const DeviceSpec& e = config.devices[j];
       if (split_host(e.name).device == split_host(d.name).device && (e.host.empty() || names_host(e.host, ranks[0])) &&
           (d.host.empty() || names_host(d.host, ranks[0])))
-        return d.loc.prefix() + "devices: " + quoted(std::min(d.name, e.name)) + " and " +
-               quoted(std::max(d.name, e.name)) + " are the same device: the job's coordinator (rank 0) runs on " +
-               ranks[0].host + ", where a device without a host is; declare it once";
+        return d.loc.prefix() + "devices: " + devmap::quoted(std::min(d.name, e.name)) + " and " +
+               devmap::quoted(std::max(d.name, e.name)) +
+               " are the same device: the job's coordinator (rank 0) runs on " + ranks[0].host +
+               ", where a device without a host is; declare it once";
     }
   }
   for (const DeviceSpec& d : config.devices)
     if (!d.host.empty() && !names_host(d.host, ranks[0]))
-      return d.loc.prefix() + "devices: device " + quoted(d.name) + " is on " + d.host +
+      return d.loc.prefix() + "devices: device " + devmap::quoted(d.name) + " is on " + d.host +
              ", but the job's coordinator (rank 0) runs on " + ranks[0].host +
              ": devices on other hosts than the coordinator's are not built yet (cut edges and data-parallel "
              "replicas between hosts); place every device on " +
@@ -189,6 +190,14 @@ std::optional<std::string> job_ranks_problem(const std::vector<RankFacts>& ranks
   for (auto check : {builds_differ, configs_differ, two_ranks_on_a_host})
     if (auto problem = check(ranks)) return problem;
   if (auto problem = hosts_differ(ranks, config, launched)) return problem;
+  const int64_t replicas = config.data_parallel.replicas;
+  if (replicas > 1 && replicas != static_cast<int64_t>(ranks.size()))
+    return config.data_parallel.loc.prefix() + "data_parallel.replicas " + std::to_string(replicas) +
+           " runs one replica per host, but " +
+           (launched ? "the launcher started " + std::to_string(ranks.size()) + " rank" +
+                           (ranks.size() == 1 ? "" : "s") + " (on " + rank_hosts(ranks) + ")"
+                     : "no MPI launcher started this process, on " + ranks[0].host) +
+           ": start " + std::to_string(replicas) + " ranks, one per host (scripts/launch.sh --hosts)";
   return devices_off_the_coordinators_host(ranks, config);
 }
 
@@ -227,6 +236,16 @@ JobRanks::JobRanks([[maybe_unused]] int* argc, [[maybe_unused]] char*** argv, co
 }
 
 JobRanks::~JobRanks() = default;
+
+GradientExchange::Reduce JobRanks::reducer() const {
+#ifdef DEVMAP_HAS_MPI
+  if (mpi_) {
+    const MpiSession* session = &mpi_->session;
+    return [session](float* data, size_t count) { session->allreduce_sum_ordered(data, count); };
+  }
+#endif
+  return [](float*, size_t) {};
+}
 
 int JobRanks::finish(int exit_code) {
 #ifdef DEVMAP_HAS_MPI

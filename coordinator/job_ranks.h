@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "coordinator/config.h"
+#include "coordinator/gradient_exchange.h"
 
 namespace devmap {
 
@@ -53,8 +54,9 @@ bool names_host(const std::string& name, const RankFacts& rank);
 // one rank per host; the config's hosts, where it has a hosts section, are
 // exactly the ranks' hosts (without one, the hosts are those the launcher
 // gave); every device is on rank 0's host (devices on other hosts need cut
-// edges between hosts, not built yet). Each message names the ranks and
-// hosts concerned and what to do.
+// edges between hosts, not built yet); data_parallel.replicas, when above
+// 1, is the number of ranks (one replica per host). Each message names the
+// ranks and hosts concerned and what to do.
 std::optional<std::string> job_ranks_problem(const std::vector<RankFacts>& ranks, const Config& config, bool launched);
 
 // This process's place in the job: rank 0 (or a process no launcher
@@ -74,6 +76,14 @@ class JobRanks {
   JobRanks& operator=(const JobRanks&) = delete;
 
   bool drives_the_job() const { return rank_ == 0; }
+  // Whether this rank runs `job` ("train", "predict", "calibrate"): rank 0
+  // always; every rank trains a data-parallel job, each its replica.
+  bool runs(const std::string& job, const Config& config) const {
+    return rank_ == 0 || (job == "train" && config.data_parallel.replicas > 1);
+  }
+  // Sums a buffer over the ranks in rank order (MpiSession::
+  // allreduce_sum_ordered); with one rank, leaves it as it is.
+  GradientExchange::Reduce reducer() const;
   int rank() const { return rank_; }
   int size() const { return size_; }
 

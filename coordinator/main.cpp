@@ -1,5 +1,6 @@
 // coordinator: reads a config, launches one worker per device, runs the job.
 #include <iostream>
+#include <streambuf>
 
 #include "coordinator/auto_placement.h"
 #include "coordinator/calibrate_job.h"
@@ -22,11 +23,15 @@
 namespace devmap {
 namespace {
 
-// The job a rank that drives it runs, after the config is loaded and the
-// ranks agree.
-int run_job(CommandLine& cl, Config& config) {
+// What the command line asks for: train, predict, plan or calibrate.
+std::string job_of(const CommandLine& cl, const Config& config) {
+  return cl.subcommand.empty() ? config.job : cl.subcommand;
+}
+
+// The job a rank runs, after the config is loaded and the ranks agree.
+int run_job(CommandLine& cl, Config& config, const TrainReplica& replica = {}) {
   if (cl.subcommand == "calibrate") return run_calibrate(config, cl.run, cl.calibrate);
-  std::string job = cl.subcommand.empty() ? config.job : cl.subcommand;
+  std::string job = job_of(cl, config);
   if (job != "plan") resolve_gpu_placement(config, cl.run, std::cerr);
   // device_map `auto`: the planner places what the user left to it, from
   // op times measured first (train) or as the cache has them.
@@ -41,8 +46,31 @@ int run_job(CommandLine& cl, Config& config) {
                                         auto_plan ? &*auto_plan : nullptr});
   check_process_limits(config);
   if (job == "predict") return run_predict(config, cl.run, cl.predict);
-  return run_train(config, cl.run);
+  return run_train(config, cl.run, replica);
 }
+
+// A data-parallel replica other than the first prints nothing while it
+// runs (replica 0 reports the job); its streams come back for its errors.
+class QuietStreams {
+ public:
+  explicit QuietStreams(bool quiet) {
+    if (!quiet) return;
+    out_ = std::cout.rdbuf(&null_);
+    err_ = std::cerr.rdbuf(&null_);
+  }
+  ~QuietStreams() {
+    if (out_) std::cout.rdbuf(out_);
+    if (err_) std::cerr.rdbuf(err_);
+  }
+  QuietStreams(const QuietStreams&) = delete;
+  QuietStreams& operator=(const QuietStreams&) = delete;
+
+ private:
+  struct NullBuffer : std::streambuf {
+    int overflow(int c) override { return c == EOF ? 0 : c; }
+  } null_;
+  std::streambuf *out_ = nullptr, *err_ = nullptr;
+};
 
 // What `body` returns, or the exit code of what it threw (the message on
 // stderr).
@@ -93,7 +121,13 @@ int main(int argc, char** argv) {
     // Every rank of a job across hosts agrees on the config and its hosts;
     // rank 0 runs the job and the others wait for its end.
     JobRanks ranks(&argc, &argv, config);
-    const int code = ranks.drives_the_job() ? exit_code_of([&] { return run_job(cl, config); }) : 0;
+    int code = 0;
+    if (ranks.runs(job_of(cl, config), config))
+      code = exit_code_of([&] {
+        QuietStreams quiet(!ranks.drives_the_job());
+        return run_job(cl, config,
+                       TrainReplica{ranks.rank(), static_cast<int>(config.data_parallel.replicas), ranks.reducer()});
+      });
     return ranks.finish(code);
   });
 }

@@ -17,6 +17,7 @@ MetricsLog::MetricsLog(std::string path, std::string config_copy, std::string re
 void MetricsLog::begin() {
   if (begun_) return;
   begun_ = true;
+  if (path_.empty()) return;  // a log that writes nothing
   fs::path p(path_);
   std::error_code ec;
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
@@ -30,6 +31,7 @@ void MetricsLog::begin() {
 }
 
 void MetricsLog::write(const JsonObject& line) {
+  if (path_.empty()) return;
   if (!begun_) {
     held_.push_back(line.str());
     return;

@@ -16,7 +16,8 @@ namespace devmap {
 class MetricsLog {
  public:
   // `path`: the metrics file; `config_copy`: where the resolved config goes
-  // (run_outputs.h decides both).
+  // (run_outputs.h decides both). An empty `path`: a log that writes
+  // nothing (a data-parallel replica other than the first).
   MetricsLog(std::string path, std::string config_copy, std::string resolved_yaml);
   // Writes `line` (after begin()) or keeps it for begin().
   void write(const JsonObject& line);

@@ -98,15 +98,17 @@ double median(std::vector<double> v) {
 // its attempts; each attempt has its own session (workers, segments).
 class Trainer {
  public:
-  Trainer(const Config& config, const RunOptions& options)
+  Trainer(const Config& config, const RunOptions& options, const TrainReplica& replica)
       : config_(config),
         options_(options),
+        replica_(replica),
         graph_(config.graph),
         tc_(config_.train),
         outputs_(resolve_run_outputs(config, options, /*training=*/true)),
         store_(outputs_.checkpoint, config.train.keep_checkpoints),
-        lock_((check_files(), outputs_.checkpoint)),
         trace_(make_trace_log(options, /*prediction=*/false)) {
+    check_files();
+    if (replica_.writes_outputs()) lock_.emplace(outputs_.checkpoint);
     image_node_ = graph_.find_role(OpRole::kImageInput);
     label_node_ = graph_.find_role(OpRole::kLabelInput);
     if (image_node_ < 0 || label_node_ < 0)
@@ -124,6 +126,12 @@ class Trainer {
           throw_invalid(d->name + " data holds label " + std::to_string(l) + " but the labels op has " +
                         std::to_string(classes) + " classes");
     steps_per_epoch_ = (train_.count + tc_.batch_size - 1) / tc_.batch_size;
+    if (const int64_t last = train_.count % tc_.batch_size; replica_.count > 1 && last > 0 && last < replica_.count)
+      throw_invalid(config.path + ": the last step of each epoch has " + std::to_string(last) +
+                    " training samples, fewer than the " + std::to_string(replica_.count) +
+                    " replicas of data_parallel.replicas: change train.batch_size or data.train_limit so that it "
+                    "has none or at least " +
+                    std::to_string(replica_.count));
     resolve_schedule();
     if (options.resume) {
       if (store_.list().empty())
@@ -154,7 +162,9 @@ class Trainer {
     // micro_batches auto predicts from measured op times: what the
     // calibration cache lacks for this machine is measured first.
     if (config_.train.auto_micro_batches()) calibrate(config_, options_, {}, calibration_path(options_), std::cerr);
-    metrics_ = std::make_unique<MetricsLog>(outputs_.metrics, outputs_.config_copy, config_.resolved_yaml);
+    metrics_ = replica_.writes_outputs()
+                   ? std::make_unique<MetricsLog>(outputs_.metrics, outputs_.config_copy, config_.resolved_yaml)
+                   : std::make_unique<MetricsLog>("", "", "");
     bool resume = options_.resume;
     for (;;) {
       try {
@@ -189,6 +199,10 @@ class Trainer {
     for (const std::string* data :
          {&config_.data.train_images, &config_.data.train_labels, &config_.data.test_images, &config_.data.test_labels})
       files.inputs.push_back({"data file", *data});
+    if (!replica_.writes_outputs()) {  // a replica that writes nothing checks only what it reads
+      check_run_files(RunFiles{files.inputs, {}});
+      return;
+    }
     files.outputs.push_back({"train.checkpoint", outputs_.checkpoint});
     files.outputs.push_back({"train.checkpoint", state_path_for(outputs_.checkpoint)});
     for (const CheckpointFiles& c : store_.list()) {
@@ -259,6 +273,15 @@ class Trainer {
 
     BatchFeeder feeder(group, session.input(), session.layout(), image_node_, label_node_);
     if (memory.rounds) feeder.set_rounds(memory.pipeline.micro_batches);
+    std::optional<GradientExchange> exchange;
+    if (replica_.count > 1) {
+      if (memory.rounds)
+        throw_invalid(config_.path + ": data_parallel.replicas " + std::to_string(replica_.count) +
+                      " with pipelined micro-batches (train.pipeline) is not built yet: set "
+                      "train.pipeline.micro_batches: 1 or a schedule of lockstep");
+      exchange.emplace(session.graph(), session.run().segment_name("grads"), replica_.reduce);
+      feeder.set_replica(replica_.rank, replica_.count, &*exchange);
+    }
     if (options_.param_stats) feeder.set_first_step_flags(wire::kParamStats);
     step_ = 0;
     epochs_done_ = 0;
@@ -425,6 +448,10 @@ class Trainer {
   }
 
   void save(WorkerGroup& group) {
+    if (!replica_.writes_outputs()) {  // replica 0 writes the job's checkpoints
+      last_saved_step_ = step_;
+      return;
+    }
     const std::string weights = store_.weights_for(step_);
     save_checkpoint(group, graph_, tc_.optimizer, weights, TrainingState{step_, epochs_done_, tc_.seed});
     // Non-finite weights never become the newest checkpoint.
@@ -490,12 +517,13 @@ class Trainer {
 
   Config config_;  // a copy: the schedule's total steps are resolved into it
   const RunOptions& options_;
+  const TrainReplica replica_;
   const Graph& graph_;
   const TrainConfig& tc_;
   RunOutputs outputs_;
   CheckpointStore store_;
-  CheckpointLock lock_;              // after the checks of check_files()
-  std::unique_ptr<TraceLog> trace_;  // --trace, or null
+  std::optional<CheckpointLock> lock_;  // after the checks of check_files(); replica 0 only
+  std::unique_ptr<TraceLog> trace_;     // --trace, or null
   bool nonfinite_reported_ = false;
   int image_node_ = -1, label_node_ = -1;
   std::vector<double> steady_steps_;  // every epoch's step times after its warm-up
@@ -512,8 +540,8 @@ class Trainer {
 
 }  // namespace
 
-int run_train(const Config& config, const RunOptions& options) {
-  Trainer trainer(config, options);
+int run_train(const Config& config, const RunOptions& options, const TrainReplica& replica) {
+  Trainer trainer(config, options, replica);
   return trainer.run();
 }
 

@@ -4,12 +4,23 @@
 #pragma once
 
 #include "coordinator/config.h"
+#include "coordinator/gradient_exchange.h"
 #include "coordinator/run_options.h"
 
 namespace devmap {
 
+// This process's replica of a data-parallel job (data_parallel.replicas):
+// replica 0 writes the run's outputs (metrics, checkpoints); the others
+// train their share of each step and write nothing. `reduce` sums a buffer
+// over the replicas (GradientExchange::Reduce); unset with one replica.
+struct TrainReplica {
+  int rank = 0, count = 1;
+  GradientExchange::Reduce reduce;
+  bool writes_outputs() const { return rank == 0; }
+};
+
 // Runs training to the end; returns the process exit code. Throws
 // devmap::Error for bad input or a failed worker (the caller prints it).
-int run_train(const Config& config, const RunOptions& options);
+int run_train(const Config& config, const RunOptions& options, const TrainReplica& replica = {});
 
 }  // namespace devmap

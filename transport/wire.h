@@ -19,7 +19,7 @@ namespace devmap::wire {
 constexpr uint32_t kMagic = 0x50414d44;  // "DMAP" little-endian
 // Bumped whenever a message's layout or meaning changes; HELLO carries it
 // and a mismatch ends the handshake with an error.
-constexpr uint32_t kProtocolVersion = 7;
+constexpr uint32_t kProtocolVersion = 8;
 
 enum class MsgType : uint32_t {
   kHello = 1,     // worker -> coordinator: Hello
@@ -72,6 +72,7 @@ enum StepFlags : uint32_t {
   kAccumulate = 1u << 2,  // training micro-batch after the first: add to the step's parameter gradients
   kNoUpdate = 1u << 3,    // training micro-batch before the last: no optimizer update yet
   kTrace = 1u << 4,       // record this step's timeline and send it in StepDone's tail (--trace)
+  kUpdateOnly = 1u << 5,  // only the optimizer update of `step`, from the gradients the parameters hold
 };
 
 struct Step {

@@ -276,6 +276,7 @@ class Worker {
   }
 
   std::string step(const wire::Step& s) {
+    if (s.flags & wire::kUpdateOnly) return update_only(s);
     const uint32_t count = std::max<uint32_t>(s.micro_batches, 1);
     const uint32_t input_slots = plan_.layout.slots, output_slots = output_segment_ ? plan_.output_layout.slots : 0;
     if (s.slot >= input_slots || (output_segment_ && s.slot >= output_slots) || s.batch < 1 ||
@@ -361,6 +362,17 @@ class Worker {
     }
   }
 
+  // The optimizer update of step s.step from the gradients the parameters
+  // hold (data-parallel replicas: after their exchange), nothing else.
+  std::string update_only(const wire::Step& s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    exec_->apply_optimizer(s.step + 1);
+    wire::StepDone done{};
+    done.step = s.step;
+    done.compute_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return wire::encode_step_done(done, {}, {}, nullptr);
+  }
+
   // One (micro-)batch, as the coordinator drives lock-step runs.
   void run_batch(const wire::Step& s, wire::StepDone& done) {
     exec_->use_set(0);
@@ -414,10 +426,13 @@ class Worker {
     return results;
   }
 
-  // "op.param" names a parameter's value, "op.param.optK" its optimizer state K.
+  // "op.param" names a parameter's value, "op.param.optK" its optimizer
+  // state K, "op.param.grad" its gradient (data-parallel replicas exchange
+  // gradients between the backward pass and the update).
   const Parameter* param_of(const std::string& name) const {
     std::string base = name;
     if (auto dot = name.rfind(".opt"); dot != std::string::npos && dot + 4 < name.size()) base = name.substr(0, dot);
+    if (name.ends_with(kGradSuffix)) base = name.substr(0, name.size() - kGradSuffix.size());
     for (const Parameter& p : exec_->parameters())
       if (p.name == base) return &p;
     throw_runtime("this worker holds no parameter named '" + name + "'");
@@ -425,10 +440,16 @@ class Worker {
   float* tensor_for(const std::string& name) {
     const Parameter* p = param_of(name);
     if (p->name == name) return p->value.data();
+    if (name.ends_with(kGradSuffix)) {
+      if (!p->spec.trained) throw_runtime("parameter '" + p->name + "' is not trained: it has no gradient");
+      return p->grad.data();
+    }
     size_t k = std::stoul(name.substr(name.rfind(".opt") + 4));
     if (k >= p->state.size()) throw_runtime("parameter '" + p->name + "' has no optimizer state " + std::to_string(k));
     return p->state[k].data();
   }
+
+  static constexpr std::string_view kGradSuffix = ".grad";
 
   WorkerPlan plan_;
   ShmSegment segment_;

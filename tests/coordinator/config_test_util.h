@@ -28,4 +28,9 @@ inline std::string error_of(const std::function<void()>& fn) {
   return "(no error)";
 }
 
+// The error of kMinimalModel followed by `rest`, loaded as "a.yaml".
+inline std::string minimal_model_error(const std::string& rest) {
+  return error_of([&] { load_config_text(kMinimalModel + rest, "a.yaml"); });
+}
+
 }  // namespace devmap::test

@@ -129,6 +129,17 @@ TEST(JobRanks, DevicesOnAnotherHostThanTheCoordinatorsAreNotBuiltYet) {
             "replicas between hosts); place every device on node1");
 }
 
+TEST(JobRanks, DataParallelReplicasAreOnePerRank) {
+  const Config c = load_config_text(kMinimalModel + "data_parallel: {replicas: 2}\n", "a.yaml");
+  EXPECT_EQ(problem({facts("node1", c), facts("node2", c)}, c), "(none)");
+  EXPECT_EQ(problem({facts("node1", c)}, c),
+            "a.yaml:8:17: data_parallel.replicas 2 runs one replica per host, but the launcher started 1 rank (on "
+            "node1): start 2 ranks, one per host (scripts/launch.sh --hosts)");
+  EXPECT_EQ(problem({facts("node1", c)}, c, false),
+            "a.yaml:8:17: data_parallel.replicas 2 runs one replica per host, but no MPI launcher started this "
+            "process, on node1: start 2 ranks, one per host (scripts/launch.sh --hosts)");
+}
+
 TEST(JobRanks, TheSameDeviceNamedWithAndWithoutItsHostIsRefused) {
   const Config c = two_host_config("devices: {node1/cpu:0: {}, cpu:0: {}}\n");
   EXPECT_EQ(problem({facts("node1", c), facts("node2", c)}, c),

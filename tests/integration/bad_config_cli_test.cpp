@@ -30,9 +30,6 @@ std::vector<BadConfig> load_table() {
     std::string known;
     for (const std::string& op : known_op_names()) known += (known.empty() ? "" : ", ") + op;
     for (size_t pos; (pos = b.expected.find("{KNOWN_OPS}")) != std::string::npos;) b.expected.replace(pos, 11, known);
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    for (size_t pos; (pos = b.expected.find("{HOST}")) != std::string::npos;) b.expected.replace(pos, 6, host);
     table.push_back(b);
   }
   return table;
@@ -52,6 +49,22 @@ TEST(BadConfigCli, EveryMalformedConfigExitsTwoWithItsExactMessage) {
   // A config error stops the run before any worker or file exists.
   for (const std::string& e : tree_entries(dir.path()))
     EXPECT_EQ(e.find("/devmap-", dir.path().size()), std::string::npos) << "left behind: " << e;
+}
+
+// A valid config whose hosts are not this machine needs an MPI launcher:
+// the ranks' start-up check (coordinator/job_ranks.h) says so, exit 2.
+TEST(BadConfigCli, HostsOtherThanThisMachineNeedALauncher) {
+  TempDir dir;
+  const std::string config = std::string(DEVMAP_SOURCE_DIR) + "/tests/configs/hosts_without_launcher.yaml";
+  ProcessResult r = run_process({DEVMAP_COORDINATOR_BIN, "train", config}, dir.path());
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.first_err_line(), config + ":3:1: hosts: the config spans node1, node2, and this process runs on " +
+                                    host +
+                                    " without an MPI launcher: start the job with scripts/launch.sh --hosts "
+                                    "node1,node2 " +
+                                    config + " (or mpirun or srun, one rank per host)");
 }
 
 TEST(BadConfigCli, BadCommandLinesExitTwo) {

@@ -1,0 +1,37 @@
+// data_parallel: replicas, checked against the batch and the device names.
+#include <gtest/gtest.h>
+
+#include "coordinator/config.h"
+#include "tests/coordinator/config_test_util.h"
+
+namespace devmap {
+namespace {
+
+using test::kMinimalModel;
+
+std::string err(const std::string& rest) {
+  return test::minimal_model_error(rest);
+}
+
+TEST(DataParallel, OneReplicaUnlessSaid) {
+  EXPECT_EQ(load_config_text(kMinimalModel, "a.yaml").data_parallel.replicas, 1);
+  const Config c = load_config_text(kMinimalModel + "data_parallel: {replicas: 4}\n", "a.yaml");
+  EXPECT_EQ(c.data_parallel.replicas, 4);
+  EXPECT_EQ(c.data_parallel.loc.prefix(), "a.yaml:8:17: ");
+  EXPECT_EQ(load_config_text(kMinimalModel, "a.yaml", {"data_parallel.replicas=2"}).data_parallel.replicas, 2);
+}
+
+TEST(DataParallel, EachReplicaNeedsSamplesAndTheWholeMapOfItsHost) {
+  EXPECT_EQ(err("data_parallel: {replicas: 0}\n"),
+            "a.yaml:8:27: data_parallel.replicas must be between 1 and 64, got 0");
+  EXPECT_EQ(err("train: {batch_size: 2}\ndata_parallel: {replicas: 3}\n"),
+            "a.yaml:9:27: data_parallel.replicas 3 is more than train.batch_size 2: every replica trains on a share "
+            "of each step's samples");
+  EXPECT_EQ(err("hosts: [node1, node2]\ndevices: {node1/cpu:0: {}}\ndata_parallel: {replicas: 2}\n"),
+            "a.yaml:10:27: data_parallel.replicas 2: each replica runs the whole device map on its own host, so "
+            "device names carry no host, but 'node1/cpu:0' does");
+  EXPECT_EQ(err("data_parallel: {replica: 2}\n").substr(0, 40), "a.yaml:8:17: unknown key 'replica' in da");
+}
+
+}  // namespace
+}  // namespace devmap
