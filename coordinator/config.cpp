@@ -186,6 +186,12 @@ DataParallelConfig read_data_parallel(const YamlSource& src, const YAML::Node& n
     src.fail(map.anchor("replicas"), "data_parallel.replicas " + std::to_string(dp.replicas) +
                                          " is more than train.batch_size " + std::to_string(config.train.batch_size) +
                                          ": every replica trains on a share of each step's samples");
+  if (dp.replicas > 1 && config.train.max_restarts > 0)
+    src.fail(map.anchor("replicas"),
+             "data_parallel.replicas " + std::to_string(dp.replicas) + " with train.max_restarts " +
+                 std::to_string(config.train.max_restarts) +
+                 " is not built yet: a replica that restarted alone would leave the others; set "
+                 "train.max_restarts: 0 and resume the whole job with --resume");
   if (dp.replicas > 1)
     for (const DeviceSpec& d : config.devices)
       if (!d.host.empty())

@@ -49,13 +49,13 @@ std::map<std::string, std::string> GradientExchange::frames(bool save) const {
 
 void GradientExchange::exchange(WorkerGroup& group, int64_t step, StepResult& result) {
   float* data = static_cast<float*>(segment_.data());
-  group.request(frames(/*save=*/true), wire::MsgType::kParamsDone, "the workers to hand over their gradients");
+  group.request(frames(/*save=*/true), wire::MsgType::kParamsDone, "the request for its gradients");
   data[floats_] = result.loss;
   data[floats_ + 1] = result.metric;
   reduce_(data, floats_ + 2);
   result.loss = data[floats_];
   result.metric = data[floats_ + 1];
-  group.request(frames(/*save=*/false), wire::MsgType::kParamsDone, "the workers to take the summed gradients");
+  group.request(frames(/*save=*/false), wire::MsgType::kParamsDone, "the gradients summed over the replicas");
   wire::Step update{};
   update.step = step;
   update.flags = wire::kTrain | wire::kUpdateOnly;

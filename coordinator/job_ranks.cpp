@@ -228,10 +228,10 @@ JobRanks::JobRanks([[maybe_unused]] int* argc, [[maybe_unused]] char*** argv, co
   } else {
     ranks.push_back(local_rank_facts(this_host_name(), config));
   }
+  where_ = rank_on(static_cast<size_t>(rank_), ranks[static_cast<size_t>(rank_)]);
   if (auto problem = job_ranks_problem(ranks, config, launched)) {
     if (rank_ == 0) throw_invalid(*problem);
-    throw_invalid("devmap: " + rank_on(static_cast<size_t>(rank_), ranks[static_cast<size_t>(rank_)]) +
-                  ": the job did not start (rank 0 says why)");
+    throw_invalid("devmap: " + where_ + ": the job did not start (rank 0 says why)");
   }
 }
 
@@ -247,11 +247,14 @@ GradientExchange::Reduce JobRanks::reducer() const {
   return [](float*, size_t) {};
 }
 
-int JobRanks::finish(int exit_code) {
+int JobRanks::finish([[maybe_unused]] int exit_code, [[maybe_unused]] const Config& config) {
 #ifdef DEVMAP_HAS_MPI
-  if (mpi_) return mpi_->session.broadcast_sleeping(exit_code, 0);
-#endif
+  if (!mpi_) return exit_code;
+  if (exit_code != 0 && config.data_parallel.replicas > 1) mpi_->session.abort(exit_code);
+  return mpi_->session.broadcast_sleeping(exit_code, 0);
+#else
   return exit_code;
+#endif
 }
 
 }  // namespace devmap

@@ -86,15 +86,21 @@ class JobRanks {
   GradientExchange::Reduce reducer() const;
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // "rank 1 on node2": what names this process in a job of several ranks.
+  const std::string& where() const { return where_; }
 
   // Rank 0: hands the job's exit code to every rank. Other ranks: wait
-  // (sleeping, not spinning) for it and return it. Call once.
-  int finish(int exit_code);
+  // (sleeping, not spinning) for it and return it. A rank of a
+  // data-parallel job whose own run failed (`exit_code` not 0) may have left
+  // the others inside a gradient exchange: it ends the whole job instead
+  // (MpiSession::abort) and does not return. Call once.
+  int finish(int exit_code, const Config& config);
 
  private:
   struct Mpi;
   std::unique_ptr<Mpi> mpi_;
   int rank_ = 0, size_ = 1;
+  std::string where_;
 };
 
 }  // namespace devmap

@@ -125,9 +125,14 @@ int main(int argc, char** argv) {
     if (ranks.runs(job_of(cl, config), config))
       code = exit_code_of([&] {
         QuietStreams quiet(!ranks.drives_the_job());
-        return run_job(cl, config,
-                       TrainReplica{ranks.rank(), static_cast<int>(config.data_parallel.replicas), ranks.reducer()});
+        try {
+          return run_job(cl, config,
+                         TrainReplica{ranks.rank(), static_cast<int>(config.data_parallel.replicas), ranks.reducer()});
+        } catch (const Error& e) {
+          if (ranks.size() == 1) throw;
+          throw Error(e.kind(), ranks.where() + ": " + e.what());  // which host failed
+        }
       });
-    return ranks.finish(code);
+    return ranks.finish(code, config);
   });
 }

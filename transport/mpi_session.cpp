@@ -6,6 +6,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -152,6 +153,11 @@ int MpiSession::broadcast_sleeping(int value, int root) const {
     if (done) return value;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+void MpiSession::abort(int exit_code) const {
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);  // MPI_Abort does not return; if it did, the job must still end
 }
 
 void MpiSession::barrier() const {

@@ -59,6 +59,11 @@ class MpiSession {
 
   void barrier() const;
 
+  // Ends every rank of the job (MPI_Abort): for a rank that failed while
+  // others may wait for it inside a collective, where returning would leave
+  // them waiting. The launcher stops the other ranks.
+  [[noreturn]] void abort(int exit_code) const;
+
  private:
   int rank_ = 0, size_ = 1;
   std::string host_;

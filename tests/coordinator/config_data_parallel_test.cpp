@@ -30,6 +30,10 @@ TEST(DataParallel, EachReplicaNeedsSamplesAndTheWholeMapOfItsHost) {
   EXPECT_EQ(err("hosts: [node1, node2]\ndevices: {node1/cpu:0: {}}\ndata_parallel: {replicas: 2}\n"),
             "a.yaml:10:27: data_parallel.replicas 2: each replica runs the whole device map on its own host, so "
             "device names carry no host, but 'node1/cpu:0' does");
+  EXPECT_EQ(err("train: {max_restarts: 1}\ndata_parallel: {replicas: 2}\n"),
+            "a.yaml:9:27: data_parallel.replicas 2 with train.max_restarts 1 is not built yet: a replica that "
+            "restarted alone would leave the others; set train.max_restarts: 0 and resume the whole job with "
+            "--resume");
   EXPECT_EQ(err("data_parallel: {replica: 2}\n").substr(0, 40), "a.yaml:8:17: unknown key 'replica' in da");
 }
 

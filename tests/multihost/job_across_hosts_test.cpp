@@ -111,6 +111,10 @@ class JobAcrossHosts : public TestbedSuite {
         .out;
   }
 
+  // `message`: what stderr must say about it.
+  void kill_on_node2_and_expect_the_job_gone(BackgroundProcess& job, const std::string& first_checkpoint,
+                                             const std::string& pattern, const std::string& message) const;
+
   std::string shared_;
 };
 
@@ -169,51 +173,84 @@ TEST_F(JobAcrossHosts, AnotherConfigOnOneHostStopsTheJobAtStartUp) {
   in_host("node2", "rm -f /tmp/job.yaml");
 }
 
-TEST_F(JobAcrossHosts, AKilledRankStopsTheJobOnEveryHostAndResumeContinuesIt) {
-  write_file(shared_ + "/job.yaml", kHostedConfig);
-  write_file(shared_ + "/local.yaml", local_config());
-  const std::vector<std::string> steps{"--set", "train.epochs=40",          "--set", "train.max_steps=240",
-                                       "--set", "train.checkpoint_every=20"};
-  auto with = [&](std::vector<std::string> args, const std::string& checkpoint) {
-    args.insert(args.end(), steps.begin(), steps.end());
-    args.insert(args.end(), {"--set", "train.checkpoint=" + shared_ + "/" + checkpoint});
-    return args;
-  };
-  BackgroundProcess job(
-      {kTestbed, "exec", "node1", "sh", "-c", launch_line(shared_ + "/job.yaml", with({}, "job.safetensors"))},
-      dir_->path(), env());
-  // Once the first checkpoint is written, kill node2's rank.
+// Kills what `pattern` (pgrep -x) names inside node2 once `job` has written
+// `first_checkpoint`; checks that the whole job stops within 5 s with
+// nothing left on either host, and that stderr says `message`.
+void JobAcrossHosts::kill_on_node2_and_expect_the_job_gone(BackgroundProcess& job, const std::string& first_checkpoint,
+                                                           const std::string& pattern,
+                                                           const std::string& message) const {
   const auto started = std::chrono::steady_clock::now();
-  while (!std::filesystem::exists(shared_ + "/job.step-20.safetensors") && job.wait(std::chrono::milliseconds(0)) < 0 &&
+  while (!std::filesystem::exists(first_checkpoint) && job.wait(std::chrono::milliseconds(0)) < 0 &&
          std::chrono::steady_clock::now() - started < std::chrono::seconds(60))
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_LT(job.wait(std::chrono::milliseconds(0)), 0) << "the job ended before its rank was killed: " << job.err();
+  ASSERT_LT(job.wait(std::chrono::milliseconds(0)), 0) << "the job ended before the kill: " << job.err();
   const auto killed = std::chrono::steady_clock::now();
-  ProcessResult kill = in_host("node2",
-                               "for p in $(pgrep -x coordinator); do "
-                               "[ \"$(readlink /proc/$p/ns/uts)\" = \"$(readlink /proc/self/ns/uts)\" ] && "
-                               "kill -KILL $p && echo killed; done; true");
+  ProcessResult kill =
+      in_host("node2", "for p in $(pgrep -x '" + pattern +
+                           "'); do "
+                           "[ \"$(readlink /proc/$p/ns/uts)\" = \"$(readlink /proc/self/ns/uts)\" ] && "
+                           "kill -KILL $p && echo killed && break; done; true");
   ASSERT_EQ(kill.out, "killed\n") << kill.err;
   const int code = job.wait(std::chrono::seconds(30));
   const double stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
   EXPECT_NE(code, 0) << job.err();
-  EXPECT_NE(code, -1) << "the job still runs 30 s after a rank was killed";
+  EXPECT_NE(code, -1) << "the job still runs 30 s after the kill";
   EXPECT_LE(stop_s, 5.0) << job.err();
-  std::printf("the job stopped %.2f s after node2's rank was killed\n", stop_s);
-  EXPECT_TRUE(contains(job.err(), "rank 1 with PID")) << job.err();
-  // Nothing of the job is left on either host.
+  std::printf("the job stopped %.2f s after node2's %s was killed\n", stop_s, pattern.c_str());
+  EXPECT_TRUE(contains(job.err(), message)) << job.err();
   EXPECT_EQ(devmap_processes("node1") + devmap_processes("node2"), "");
   EXPECT_EQ(in_host("node1", "ls -A /dev/shm").out, "");
   EXPECT_EQ(in_host("node2", "ls -A /dev/shm").out, "");
+}
 
+const std::vector<std::string> kSteps{"--set", "train.epochs=40",          "--set", "train.max_steps=240",
+                                      "--set", "train.checkpoint_every=20"};
+
+// `args`, the steps of the kill tests, and the checkpoint `name` in `dir`.
+std::vector<std::string> kill_test_args(std::vector<std::string> args, const std::string& dir,
+                                        const std::string& name) {
+  args.insert(args.end(), kSteps.begin(), kSteps.end());
+  args.insert(args.end(), {"--set", "train.checkpoint=" + dir + "/" + name});
+  return args;
+}
+
+TEST_F(JobAcrossHosts, AKilledRankStopsTheJobOnEveryHostAndResumeContinuesIt) {
+  write_file(shared_ + "/job.yaml", kHostedConfig);
+  write_file(shared_ + "/local.yaml", local_config());
+  BackgroundProcess job({kTestbed, "exec", "node1", "sh", "-c",
+                         launch_line(shared_ + "/job.yaml", kill_test_args({}, shared_, "job.safetensors"))},
+                        dir_->path(), env());
+  kill_on_node2_and_expect_the_job_gone(job, shared_ + "/job.step-20.safetensors", "coordinator",
+                                        "mpirun noticed that process rank 1 with PID");
   // Resumed across the hosts, it ends with the weights of a run that was
   // never stopped.
-  ProcessResult resumed = launch(shared_ + "/job.yaml", with({"--resume"}, "job.safetensors"));
+  ProcessResult resumed = launch(shared_ + "/job.yaml", kill_test_args({"--resume"}, shared_, "job.safetensors"));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_TRUE(contains(resumed.err, "resum")) << resumed.err;
-  ProcessResult whole = run_here("local.yaml", with({}, "local.safetensors"));
+  ProcessResult whole = run_here("local.yaml", kill_test_args({}, shared_, "local.safetensors"));
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   EXPECT_TRUE(read_file(shared_ + "/job.safetensors") == read_file(shared_ + "/local.safetensors"));
+}
+
+// Two data-parallel replicas: a worker killed on node2 stops the job on both
+// hosts, and the replicas resume (each reads replica 0's checkpoint, which
+// this test bed shows on both hosts) to the bits of a job never stopped.
+TEST_F(JobAcrossHosts, AKilledWorkerOfAReplicaStopsTheJobAndTheReplicasResumeIt) {
+  write_file(shared_ + "/local.yaml", local_config());
+  const std::vector<std::string> replicas{"--set", "data_parallel.replicas=2"};
+  BackgroundProcess job({kTestbed, "exec", "node1", "sh", "-c",
+                         launch_line(shared_ + "/local.yaml", kill_test_args(replicas, shared_, "dp.safetensors"))},
+                        dir_->path(), env());
+  kill_on_node2_and_expect_the_job_gone(job, shared_ + "/dp.step-20.safetensors", "worker_cpu",
+                                        "\nrank 1 on node2: worker_cpu for cpu:");
+  std::vector<std::string> resume = replicas;
+  resume.push_back("--resume");
+  ProcessResult resumed = launch(shared_ + "/local.yaml", kill_test_args(resume, shared_, "dp.safetensors"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(contains(resumed.err, "resum")) << resumed.err;
+  ProcessResult whole = launch(shared_ + "/local.yaml", kill_test_args(replicas, shared_, "whole.safetensors"));
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_TRUE(read_file(shared_ + "/dp.safetensors") == read_file(shared_ + "/whole.safetensors"));
 }
 
 // The per-step losses of a metrics file written with --log-every 1.
