@@ -109,6 +109,10 @@ class BatchFeeder {
         if (j + 1 < m || replicated) s.flags |= wire::kNoUpdate;  // a replica updates after the exchange
         if (i == 0 && first_step == 0) s.flags |= extra_first_flags_;
       }
+      if (replicated && j + 1 == m) {  // its gradients go to the exchange as the backward makes them
+        s.flags |= wire::kSendGradients;
+        exchange_->begin(s.step);
+      }
       group_.send(s);
       // The next unit goes into the other slot while this one runs.
       int64_t ni = j + 1 < m ? i : i + 1, nj = j + 1 < m ? j + 1 : 0;
@@ -127,7 +131,7 @@ class BatchFeeder {
       sum.compute_seconds += r.compute_seconds;
       if (!r.param_stats.empty()) sum.param_stats = std::move(r.param_stats);
       if (j + 1 == m) {
-        if (replicated) exchange_->exchange(group_, s.step, sum);
+        if (replicated) exchange_->finish(s.step, sum);
         on_done(i, s.batch_total, sum, s.slot);
         sum = StepResult{};
       }

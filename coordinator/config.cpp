@@ -180,6 +180,10 @@ DataParallelConfig read_data_parallel(const YamlSource& src, const YAML::Node& n
   MapReader map(src, node, section("data_parallel"), config_keys::kDataParallel);
   DataParallelConfig dp;
   dp.replicas = map.get_int("replicas", dp.replicas, 1, DataParallelConfig::kMaxReplicas);
+  if (map.has("bucket_size")) {
+    dp.bucket_size = read_memory_limit(map, "bucket_size");
+    if (dp.bucket_size == 0) map.fail_value("bucket_size", "must be above 0, e.g. 4MiB");
+  }
   if (!map.has("replicas")) return dp;
   dp.loc = src.loc(map.key_node("replicas"));
   if (dp.replicas > config.train.batch_size)

@@ -123,6 +123,9 @@ struct PredictConfig {
 struct DataParallelConfig {
   int64_t replicas = 1;
   SourceLoc loc;  // of the `replicas` key
+  // Gradients are summed in buckets of about this many bytes, each as soon
+  // as the backward pass has made it (coordinator/gradient_exchange.h).
+  int64_t bucket_size = int64_t{4} << 20;
   static constexpr int64_t kMaxReplicas = 64;
 };
 

@@ -10,7 +10,7 @@ namespace devmap::config_keys {
 inline const std::vector<std::string> kTop = {"job",     "model",       "data",       "train",
                                               "predict", "devices",     "device_map", "allow_soft_placement",
                                               "faults",  "coordinator", "hosts",      "data_parallel"};
-inline const std::vector<std::string> kDataParallel = {"replicas"};
+inline const std::vector<std::string> kDataParallel = {"replicas", "bucket_size"};
 inline const std::vector<std::string> kCoordinator = {"memory_limit", "shared_memory_limit"};
 inline const std::vector<std::string> kFaults = {"step_timeout", "heartbeat_timeout", "grace_period",
                                                  "startup_timeout"};

@@ -1,5 +1,7 @@
 #include "coordinator/gradient_exchange.h"
 
+#include <algorithm>
+
 #include "transport/params_io.h"
 #include "transport/wire.h"
 
@@ -8,7 +10,9 @@ namespace devmap {
 namespace {
 
 size_t total_count(const std::vector<GradientExchange::Entry>& entries) {
-  return entries.empty() ? 0 : entries.back().offset + entries.back().count;
+  size_t n = 0;
+  for (const GradientExchange::Entry& e : entries) n = std::max(n, e.offset + e.count);
+  return n;
 }
 
 }  // namespace
@@ -16,51 +20,117 @@ size_t total_count(const std::vector<GradientExchange::Entry>& entries) {
 std::vector<GradientExchange::Entry> GradientExchange::layout(const Graph& graph) {
   std::vector<Entry> entries;
   size_t at = 0;
-  for (const Node& n : graph.nodes())
-    for (const ParamSpec& p : n.params) {
+  for (auto n = graph.nodes().rbegin(); n != graph.nodes().rend(); ++n)
+    for (const ParamSpec& p : n->params) {
       if (!p.trained) continue;  // op state (running statistics): each replica keeps its own
       const size_t count = static_cast<size_t>(p.shape.numel());
-      entries.push_back({n.name + "." + p.name + ".grad", n.device, at, count});
+      entries.push_back({n->name + "." + p.name + ".grad", n->device, at, count});
       at += count;
     }
   return entries;
 }
 
-GradientExchange::GradientExchange(const Graph& graph, const std::string& segment_name, Reduce reduce)
-    : entries_(layout(graph)),
+GradientExchange::GradientExchange(WorkerGroup& group, const Graph& graph, const std::string& segment_name,
+                                   int64_t bucket_bytes, StartSum start_sum)
+    : group_(group),
+      entries_(layout(graph)),
       floats_(total_count(entries_)),
-      segment_(ShmSegment::create(segment_name, (floats_ + 2) * sizeof(float))),
-      path_("/dev/shm/" + segment_name),
-      reduce_(std::move(reduce)) {}
-
-std::map<std::string, std::string> GradientExchange::frames(bool save) const {
-  std::map<std::string, ParamsIo> by_device;
-  for (const Entry& e : entries_) {
-    ParamsIo& io = by_device[e.device];
-    io.op = save ? ParamsIo::Op::kSave : ParamsIo::Op::kLoad;
-    io.path = path_;
-    io.entries.push_back({e.name, e.offset * sizeof(float), e.count * sizeof(float), FileDtype::kF32});
+      segment_(ShmSegment::create(segment_name, std::max<size_t>(floats_, 1) * sizeof(float))),
+      start_sum_(std::move(start_sum)) {
+  // Buckets: consecutive gradients, closed once they hold bucket_bytes.
+  const size_t bucket_floats = std::max<size_t>(static_cast<size_t>(bucket_bytes) / sizeof(float), 1);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (buckets_.empty() || entries_[buckets_.back().first].offset + bucket_floats <= entries_[i].offset) {
+      Bucket b;
+      b.first = i;
+      buckets_.push_back(std::move(b));
+    }
+    buckets_.back().end = i + 1;
+    bucket_of_.push_back(buckets_.size() - 1);
   }
-  std::map<std::string, std::string> out;
+  std::map<std::string, ParamsIo> by_device;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    ParamsIo& io = by_device[e.device];
+    io.op = ParamsIo::Op::kMapGradients;
+    io.path = segment_name;
+    io.entries.push_back({e.name, e.offset * sizeof(float), e.count * sizeof(float), FileDtype::kF32});
+    by_device_[e.device].push_back(i);
+  }
+  std::map<std::string, std::string> frames;
   for (const auto& [device, io] : by_device)
-    out[device] = wire::frame(wire::MsgType::kParamsIo, std::string_view(encode_params_io(io)));
-  return out;
+    frames[device] = wire::frame(wire::MsgType::kParamsIo, std::string_view(encode_params_io(io)));
+  group_.request(frames, wire::MsgType::kParamsDone, "the gradient segment to map");
 }
 
-void GradientExchange::exchange(WorkerGroup& group, int64_t step, StepResult& result) {
-  float* data = static_cast<float*>(segment_.data());
-  group.request(frames(/*save=*/true), wire::MsgType::kParamsDone, "the request for its gradients");
-  data[floats_] = result.loss;
-  data[floats_ + 1] = result.metric;
-  reduce_(data, floats_ + 2);
-  result.loss = data[floats_];
-  result.metric = data[floats_ + 1];
-  group.request(frames(/*save=*/false), wire::MsgType::kParamsDone, "the gradients summed over the replicas");
+void GradientExchange::begin(int64_t step) {
+  step_ = step;
+  next_bucket_ = 0;
+  for (Bucket& b : buckets_) b.ready = 0;
+  group_.set_side_work(
+      {[this](const std::string& device, const wire::GradientReady& g) { on_gradient(device, g.entry); },
+       [this] { return progress(); }});
+}
+
+void GradientExchange::on_gradient(const std::string& device, uint32_t entry) {
+  auto it = by_device_.find(device);
+  if (it == by_device_.end() || entry >= it->second.size())
+    throw_runtime(device + " reported gradient " + std::to_string(entry) + ", which it does not hold");
+  ++buckets_[bucket_of_[it->second[entry]]].ready;
+  start_ready_buckets();
+}
+
+void GradientExchange::start_ready_buckets() {
+  // In bucket order on every replica: collectives match by order.
+  while (next_bucket_ < buckets_.size()) {
+    Bucket& b = buckets_[next_bucket_];
+    if (b.ready < b.end - b.first) return;
+    const size_t first = entries_[b.first].offset, end = entries_[b.end - 1].offset + entries_[b.end - 1].count;
+    b.started_ns = trace_now_ns();
+    b.sum = start_sum_(static_cast<float*>(segment_.data()) + first, end - first);
+    ++next_bucket_;
+    progress();
+  }
+}
+
+void GradientExchange::ended(Bucket& b) {
+  b.sum = nullptr;
+  wire::Step s{};
+  s.step = step_;
+  s.flags = wire::kTrain;
+  if (group_.trace() && group_.trace()->covers(s))
+    group_.trace()->add_coordinator("allreduce", b.started_ns, trace_now_ns(), s);
+}
+
+bool GradientExchange::progress() {
+  bool in_flight = false;
+  for (Bucket& b : buckets_) {
+    if (b.sum && b.sum()) ended(b);
+    in_flight = in_flight || b.sum;
+  }
+  return in_flight;
+}
+
+void GradientExchange::finish(int64_t step, StepResult& result) {
+  group_.set_side_work({});
+  // Every gradient arrived before its worker's STEP_DONE.
+  start_ready_buckets();
+  if (next_bucket_ < buckets_.size())
+    throw_runtime("step " + std::to_string(step + 1) + " ended with gradients of bucket " +
+                  std::to_string(next_bucket_) + " missing");
+  for (Bucket& b : buckets_)
+    while (b.sum)
+      if (b.sum()) ended(b);
+  float totals[2] = {result.loss, result.metric};
+  for (auto sum = start_sum_(totals, 2); !sum();) {
+  }
+  result.loss = totals[0];
+  result.metric = totals[1];
   wire::Step update{};
   update.step = step;
   update.flags = wire::kTrain | wire::kUpdateOnly;
-  group.send(update);
-  const StepResult done = group.collect();
+  group_.send(update);
+  const StepResult done = group_.collect();
   result.compute_seconds += done.compute_seconds;
 }
 

@@ -1,18 +1,25 @@
-// GradientExchange: the step of a data-parallel replica between its backward
-// passes and its update. Each worker writes its parameters' gradients into
-// one shared-memory segment of this host (PARAMS_IO, "op.param.grad"), the
-// segment's gradients, loss and metric are replaced by their sum over the
-// replicas (`reduce`: on several hosts, MpiSession::allreduce_sum_ordered,
-// which adds the replicas in rank order), the workers read the sums back,
-// and each applies its optimizer update (STEP with wire::kUpdateOnly).
+// GradientExchange: a data-parallel step's gradients, summed across the
+// replicas while the backward pass still runs. The gradients live in one
+// shared-memory segment of this host, laid out in the order the backward
+// pass makes them (the ops from last to first) and cut into buckets of
+// about data_parallel.bucket_size bytes. Each worker maps it (PARAMS_IO
+// kMapGradients); during the step's last micro-batch (wire::kSendGradients)
+// it copies each gradient there as soon as its op's backward has made it
+// and says so (GRADIENT_READY). A bucket whose gradients are all there
+// starts its sum across the hosts (`start_sum`: on several hosts,
+// MpiSession::start_sum_ordered, which adds the replicas in rank order, so
+// the bucketing never changes a bit), in bucket order on every replica.
+// After the backward pass: the remaining sums are waited for, the loss and
+// metric are summed, and a STEP with wire::kUpdateOnly has each worker read
+// the sums back and update.
 //
 // A replica's micro-batches carry the step's whole batch as batch_total, so
 // each gradient and loss is already its share of the step's mean: the sum
-// over replicas is the step's gradient. Not bucketed yet: the exchange
-// starts after the last backward pass, and moves every gradient at once.
+// over the replicas is the step's gradient.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -26,38 +33,58 @@ namespace devmap {
 
 class GradientExchange {
  public:
-  // Sums `count` floats at `data` across the replicas, in place, the same
-  // bits on every replica.
-  using Reduce = std::function<void(float* data, size_t count)>;
+  // Starts summing `count` floats at `data` across the replicas, in place,
+  // with the same bits on every replica; the returned function moves the
+  // sum on and is true once it is done. Every replica starts its sums in
+  // the same order.
+  using StartSum = std::function<std::function<bool()>(float* data, size_t count)>;
 
-  // Lays out the trained parameters of `graph` (each on its op's device) and
-  // creates the segment `segment_name` for them.
-  GradientExchange(const Graph& graph, const std::string& segment_name, Reduce reduce);
+  // Lays out the trained parameters of `graph` (each on its op's device),
+  // creates the segment `segment_name` and has every worker of `group` map it.
+  GradientExchange(WorkerGroup& group, const Graph& graph, const std::string& segment_name, int64_t bucket_bytes,
+                   StartSum start_sum);
 
-  // After the step's last backward pass (every micro-batch sent with
-  // wire::kNoUpdate): sums the gradients and `result`'s loss and metric
-  // over the replicas, then has every worker apply the update of `step`.
-  void exchange(WorkerGroup& group, int64_t step, StepResult& result);
+  // Before the step's last micro-batch is sent (with wire::kSendGradients):
+  // from then on, collect() starts each bucket's sum once its gradients are
+  // in. After it is collected, finish() completes the sums, adds `result`'s
+  // loss and metric over the replicas, and has every worker update.
+  void begin(int64_t step);
+  void finish(int64_t step, StepResult& result);
 
-  size_t gradient_floats() const { return floats_; }
+  size_t buckets() const { return buckets_.size(); }
 
-  // A trained parameter's gradient in the segment, in floats.
+  // A trained parameter's gradient in the segment.
   struct Entry {
-    std::string name, device;  // "conv1.weight.grad"
-    size_t offset = 0, count = 0;
+    std::string name, device;      // "conv1.weight.grad"
+    size_t offset = 0, count = 0;  // in floats
   };
+  // The trained parameters' gradients of `graph`, in the order the backward
+  // pass makes them.
+  static std::vector<Entry> layout(const Graph& graph);
 
  private:
-  // The trained parameters' gradients of `graph`, in op order.
-  static std::vector<Entry> layout(const Graph& graph);
-  // PARAMS_IO frames, by device, that write (save) or read the gradients.
-  std::map<std::string, std::string> frames(bool save) const;
+  struct Bucket {
+    size_t first = 0, end = 0;  // entries [first, end)
+    size_t ready = 0;           // of them in the segment this step
+    std::function<bool()> sum;  // its sum in flight; empty: not started or done
+    int64_t started_ns = 0;
+  };
+  void on_gradient(const std::string& device, uint32_t entry);
+  void start_ready_buckets();
+  // Moves the sums in flight on; whether any is still in flight.
+  bool progress();
+  void ended(Bucket& b);
 
+  WorkerGroup& group_;
   std::vector<Entry> entries_;
-  size_t floats_ = 0;  // gradients; the loss and the metric follow
+  std::map<std::string, std::vector<size_t>> by_device_;  // device -> its PARAMS_IO entries' indices in entries_
+  std::vector<size_t> bucket_of_;                         // entry -> bucket
+  std::vector<Bucket> buckets_;
+  size_t next_bucket_ = 0;  // the next to start, this step
+  size_t floats_ = 0;
   ShmSegment segment_;
-  std::string path_;  // the segment as a file, for the workers' PARAMS_IO
-  Reduce reduce_;
+  StartSum start_sum_;
+  int64_t step_ = -1;
 };
 
 }  // namespace devmap

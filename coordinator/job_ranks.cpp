@@ -237,14 +237,17 @@ JobRanks::JobRanks([[maybe_unused]] int* argc, [[maybe_unused]] char*** argv, co
 
 JobRanks::~JobRanks() = default;
 
-GradientExchange::Reduce JobRanks::reducer() const {
+GradientExchange::StartSum JobRanks::start_sum() const {
 #ifdef DEVMAP_HAS_MPI
   if (mpi_) {
     const MpiSession* session = &mpi_->session;
-    return [session](float* data, size_t count) { session->allreduce_sum_ordered(data, count); };
+    return [session](float* data, size_t count) -> std::function<bool()> {
+      std::shared_ptr<MpiSession::PendingSum> sum = session->start_sum_ordered(data, count);
+      return [sum] { return sum->test(); };
+    };
   }
 #endif
-  return [](float*, size_t) {};
+  return [](float*, size_t) -> std::function<bool()> { return [] { return true; }; };
 }
 
 int JobRanks::finish([[maybe_unused]] int exit_code, [[maybe_unused]] const Config& config) {

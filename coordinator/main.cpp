@@ -126,8 +126,9 @@ int main(int argc, char** argv) {
       code = exit_code_of([&] {
         QuietStreams quiet(!ranks.drives_the_job());
         try {
-          return run_job(cl, config,
-                         TrainReplica{ranks.rank(), static_cast<int>(config.data_parallel.replicas), ranks.reducer()});
+          return run_job(
+              cl, config,
+              TrainReplica{ranks.rank(), static_cast<int>(config.data_parallel.replicas), ranks.start_sum()});
         } catch (const Error& e) {
           if (ranks.size() == 1) throw;
           throw Error(e.kind(), ranks.where() + ": " + e.what());  // which host failed

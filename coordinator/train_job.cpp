@@ -278,8 +278,9 @@ class Trainer {
       if (memory.rounds)
         throw_invalid(config_.path + ": data_parallel.replicas " + std::to_string(replica_.count) +
                       " with pipelined micro-batches (train.pipeline) is not built yet: set "
-                      "train.pipeline.micro_batches: 1 or a schedule of lockstep");
-      exchange.emplace(session.graph(), session.run().segment_name("grads"), replica_.reduce);
+                      "train.pipeline.micro_batches: 1 or train.pipeline.schedule: none");
+      exchange.emplace(group, session.graph(), session.run().segment_name("grads"), config_.data_parallel.bucket_size,
+                       replica_.start_sum);
       feeder.set_replica(replica_.rank, replica_.count, &*exchange);
     }
     if (options_.param_stats) feeder.set_first_step_flags(wire::kParamStats);

@@ -11,11 +11,11 @@ namespace devmap {
 
 // This process's replica of a data-parallel job (data_parallel.replicas):
 // replica 0 writes the run's outputs (metrics, checkpoints); the others
-// train their share of each step and write nothing. `reduce` sums a buffer
-// over the replicas (GradientExchange::Reduce); unset with one replica.
+// train their share of each step and write nothing. `start_sum` sums a
+// buffer over the replicas (GradientExchange::StartSum); unset with one.
 struct TrainReplica {
   int rank = 0, count = 1;
-  GradientExchange::Reduce reduce;
+  GradientExchange::StartSum start_sum;
   bool writes_outputs() const { return rank == 0; }
 };
 

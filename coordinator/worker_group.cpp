@@ -103,7 +103,8 @@ void WorkerGroup::send_to(Worker& w, const std::string& frame, const std::string
 PeerMessage WorkerGroup::await(const std::string& waiting_for) {
   auto last_watch = Clock::now();
   for (;;) {
-    auto m = server_->recv(milliseconds(50));
+    const bool side_busy = side_.progress && side_.progress();
+    auto m = server_->recv(milliseconds(side_busy ? 1 : 50));
     if (m && m->peer.ends_with(kWatchdogSuffix)) {
       if (m->message.type != wire::MsgType::kHeartbeat) continue;
       Worker& w = by_peer(m->peer.substr(0, m->peer.size() - kWatchdogSuffix.size()));
@@ -305,6 +306,10 @@ StepResult WorkerGroup::collect() {
     const wire::Step& step = in_flight_.front().step;
     // Numbered from 1, as the progress bar and the metrics count.
     PeerMessage m = await(((step.flags & wire::kTrain) ? "step " : "batch ") + std::to_string(step.step + 1));
+    if (m.message.type == wire::MsgType::kGradientReady && side_.on_gradient) {
+      side_.on_gradient(workers_[index_of(m.peer)]->device(), m.message.as<wire::GradientReady>());
+      continue;
+    }
     take_step_done(index_of(m.peer), m.message);
   }
   InFlight f = std::move(in_flight_.front());

@@ -107,6 +107,17 @@ class WorkerGroup {
   void set_trace(TraceLog* trace) { trace_ = trace; }
   TraceLog* trace() const { return trace_; }
 
+  // What a data-parallel step does while collect() waits: on_gradient takes
+  // each GRADIENT_READY (the sending device, its body); progress is called
+  // before each wait for a message and says whether it has work in flight
+  // (then the wait lasts at most a millisecond). Set for the steps
+  // that send gradients; cleared (the default) a GRADIENT_READY is an error.
+  struct SideWork {
+    std::function<void(const std::string& device, const wire::GradientReady&)> on_gradient;
+    std::function<bool()> progress;
+  };
+  void set_side_work(SideWork work) { side_ = std::move(work); }
+
   // Sends each listed worker its frame and waits until each has answered
   // with `reply` (a worker's ERROR or death ends the wait with an Error);
   // `expected_seconds` is how long the work should take (file I/O).
@@ -146,6 +157,7 @@ class WorkerGroup {
   double slowness_ = 0;             // the largest measured / planned time of a step so far (0: none measured)
   std::deque<InFlight> in_flight_;  // oldest first
   std::chrono::steady_clock::time_point last_collected_;  // when collect() last returned
+  SideWork side_;
   DeviceBusy busy_;
   TraceLog* trace_ = nullptr;
   zmq::context_t ctx_;

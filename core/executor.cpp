@@ -371,6 +371,7 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
     if (profiling_)
       timed_.push_back(
           Timed{&ins, interval, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+    if (after_instruction_) after_instruction_(ins);
     finished_.fetch_add(1, std::memory_order_relaxed);
   }
   running_.store(-1, std::memory_order_relaxed);

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -117,6 +118,10 @@ class Executor {
   // Records every instruction, slot wait and optimizer update into `trace`
   // from now on (null: stop); the caller owns it (--trace).
   void set_trace(TraceBuffer* trace) { trace_ = trace; }
+  // Called after each instruction that run() finishes, on its thread (a
+  // data-parallel worker hands each gradient over once its op's backward
+  // has made it). Empty: nothing is called.
+  void set_after_instruction(std::function<void(const Instr&)> f) { after_instruction_ = std::move(f); }
   // Seconds spent waiting for other devices (a tensor to receive, a free
   // slot to send into) since the last call; the rest of a step is the
   // device's own work.
@@ -178,6 +183,7 @@ class Executor {
   bool owns_loss_ = false;
   bool profiling_ = false;
   TraceBuffer* trace_ = nullptr;
+  std::function<void(const Instr&)> after_instruction_;
   double wait_seconds_ = 0;
   Profile profile_;
   std::unique_ptr<DeviceTimer> timer_;  // device time (--profile on a GPU), or null

@@ -45,6 +45,7 @@ void decode_body(const wire::Message& m) {
       break;
     case MsgType::kTensorReady:
     case MsgType::kSlotRelease: (void)m.as<wire::TensorHandle>(); break;
+    case MsgType::kGradientReady: (void)m.as<wire::GradientReady>(); break;
     case MsgType::kParamsIo: {
       const ParamsIo io = decode_params_io(m.body);
       FUZZ_CHECK(encode_params_io(io) == m.body, "PARAMS_IO decodes only what it encodes");

@@ -22,7 +22,7 @@ ParamsIo decode_params_io(std::string_view bytes) {
   ByteReader r(bytes);
   ParamsIo io;
   uint8_t op = r.get<uint8_t>();
-  if (op > 1) throw_runtime("malformed PARAMS_IO: unknown operation");
+  if (op > 2) throw_runtime("malformed PARAMS_IO: unknown operation");
   io.op = static_cast<ParamsIo::Op>(op);
   io.path = r.get_string();
   uint32_t n = r.get_count(21);

@@ -15,7 +15,13 @@
 namespace devmap {
 
 struct ParamsIo {
-  enum class Op : uint8_t { kSave = 0, kLoad = 1 };
+  // kMapGradients (data-parallel replicas): `path` names a shared-memory
+  // segment, and each entry "op.param.grad" where that gradient goes in it
+  // (offset and bytes): from then on a STEP with wire::kSendGradients writes
+  // each gradient there as soon as its backward pass has made it, and says
+  // so (GRADIENT_READY, the entry's index); a STEP with wire::kUpdateOnly
+  // reads them back before the update.
+  enum class Op : uint8_t { kSave = 0, kLoad = 1, kMapGradients = 2 };
   struct Entry {
     std::string name;     // "conv1.weight", or "conv1.weight.opt0" for optimizer state slot 0
     uint64_t offset = 0;  // absolute file offset

@@ -29,6 +29,7 @@ const char* msg_type_name(MsgType t) {
     case MsgType::kParamsIo: return "PARAMS_IO";
     case MsgType::kParamsDone: return "PARAMS_DONE";
     case MsgType::kHeartbeat: return "HEARTBEAT";
+    case MsgType::kGradientReady: return "GRADIENT_READY";
   }
   return "UNKNOWN";
 }

@@ -40,8 +40,11 @@ enum class MsgType : uint32_t {
   // worker -> coordinator, from the worker's watchdog thread on a socket of
   // its own (identity "<device>/watchdog"): Heartbeat, every 200 ms.
   kHeartbeat = 13,
+  // worker -> coordinator, during a STEP with kSendGradients: GradientReady,
+  // one gradient is in the segment PARAMS_IO kMapGradients named.
+  kGradientReady = 14,
 };
-constexpr uint32_t kMaxMsgType = 13;
+constexpr uint32_t kMaxMsgType = 14;
 
 const char* msg_type_name(MsgType t);
 
@@ -73,6 +76,8 @@ enum StepFlags : uint32_t {
   kNoUpdate = 1u << 3,    // training micro-batch before the last: no optimizer update yet
   kTrace = 1u << 4,       // record this step's timeline and send it in StepDone's tail (--trace)
   kUpdateOnly = 1u << 5,  // only the optimizer update of `step`, from the gradients the parameters hold
+  // (or, once mapped, from the gradient segment)
+  kSendGradients = 1u << 6,  // write each final gradient into the gradient segment as the backward makes it
 };
 
 struct Step {
@@ -149,6 +154,13 @@ struct Heartbeat {
   char activity[48];      // "conv2 backward", "recv conv1->pool1", "idle", NUL-terminated
 };
 static_assert(sizeof(Heartbeat) == 64 && std::is_trivially_copyable_v<Heartbeat>);
+
+struct GradientReady {
+  int64_t step;
+  uint32_t entry;  // index into the kMapGradients entries
+  uint32_t reserved;
+};
+static_assert(sizeof(GradientReady) == 16 && std::is_trivially_copyable_v<GradientReady>);
 
 // One line of a worker's per-op timing.
 struct ProfileRecord {

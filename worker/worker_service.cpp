@@ -29,6 +29,7 @@
 #include "transport/params_io.h"
 #include "transport/shm_segment.h"
 #include "transport/step_report.h"
+#include "worker/gradient_outlet.h"
 #include "worker/watchdog.h"
 
 namespace devmap {
@@ -182,6 +183,9 @@ class Worker {
 
   const Executor& executor() const { return *exec_; }
 
+  // Sends a frame to the coordinator from inside a step (GRADIENT_READY).
+  void set_sender(GradientOutlet::Send send) { send_ = std::move(send); }
+
   wire::Ready ready(const WorkerRuntime& rt) const {
     wire::Ready r{};
     wire::copy_name(r.runtime, rt.describe ? rt.describe() : rt.device_kind);
@@ -190,8 +194,13 @@ class Worker {
     return r;
   }
 
-  // Writes or reads the named tensors at the given file offsets.
+  // Writes or reads the named tensors at the given file offsets, or maps
+  // the gradient segment of a data-parallel replica.
   void params_io(const ParamsIo& io) {
+    if (io.op == ParamsIo::Op::kMapGradients) {
+      gradients_ = std::make_unique<GradientOutlet>(io, exec_->parameters(), *memory_);
+      return;
+    }
     int fd = ::open(io.path.c_str(), io.op == ParamsIo::Op::kSave ? O_WRONLY : O_RDONLY);
     if (fd < 0) throw_runtime("cannot open " + io.path + ": " + std::strerror(errno));
     try {
@@ -304,10 +313,25 @@ class Worker {
     wire::StepDone done{};
     done.step = s.step;
     std::vector<wire::MicroResult> micro;
-    if (s.micro_batches == 0)
-      run_batch(s, done);
-    else
-      micro = run_round(s, done);
+    if ((s.flags & wire::kSendGradients) && !gradients_) throw_runtime("STEP sends gradients, but none are mapped");
+    const bool send_gradients = (s.flags & wire::kSendGradients) != 0;
+    if (send_gradients) {
+      gradients_->begin(s.step, send_);
+      exec_->set_after_instruction([this](const Instr& ins) { gradients_->after(ins); });
+    }
+    try {
+      if (s.micro_batches == 0)
+        run_batch(s, done);
+      else
+        micro = run_round(s, done);
+    } catch (...) {
+      exec_->set_after_instruction(nullptr);
+      throw;
+    }
+    if (send_gradients) {
+      exec_->set_after_instruction(nullptr);
+      gradients_->end();
+    }
     if (update) exec_->apply_optimizer(s.step + 1);
     const auto t1 = std::chrono::steady_clock::now();
     done.compute_seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -366,6 +390,7 @@ class Worker {
   // hold (data-parallel replicas: after their exchange), nothing else.
   std::string update_only(const wire::Step& s) {
     const auto t0 = std::chrono::steady_clock::now();
+    if (gradients_) gradients_->read_back();
     exec_->apply_optimizer(s.step + 1);
     wire::StepDone done{};
     done.step = s.step;
@@ -426,13 +451,10 @@ class Worker {
     return results;
   }
 
-  // "op.param" names a parameter's value, "op.param.optK" its optimizer
-  // state K, "op.param.grad" its gradient (data-parallel replicas exchange
-  // gradients between the backward pass and the update).
+  // "op.param" names a parameter's value, "op.param.optK" its optimizer state K.
   const Parameter* param_of(const std::string& name) const {
     std::string base = name;
     if (auto dot = name.rfind(".opt"); dot != std::string::npos && dot + 4 < name.size()) base = name.substr(0, dot);
-    if (name.ends_with(kGradSuffix)) base = name.substr(0, name.size() - kGradSuffix.size());
     for (const Parameter& p : exec_->parameters())
       if (p.name == base) return &p;
     throw_runtime("this worker holds no parameter named '" + name + "'");
@@ -440,16 +462,10 @@ class Worker {
   float* tensor_for(const std::string& name) {
     const Parameter* p = param_of(name);
     if (p->name == name) return p->value.data();
-    if (name.ends_with(kGradSuffix)) {
-      if (!p->spec.trained) throw_runtime("parameter '" + p->name + "' is not trained: it has no gradient");
-      return p->grad.data();
-    }
     size_t k = std::stoul(name.substr(name.rfind(".opt") + 4));
     if (k >= p->state.size()) throw_runtime("parameter '" + p->name + "' has no optimizer state " + std::to_string(k));
     return p->state[k].data();
   }
-
-  static constexpr std::string_view kGradSuffix = ".grad";
 
   WorkerPlan plan_;
   ShmSegment segment_;
@@ -465,6 +481,8 @@ class Worker {
   int64_t fail_at_step_ = -1, hang_at_step_ = -1;
   TraceBuffer trace_;           // the traced step's timeline, reused step after step (storage made at the first)
   std::vector<float> staging_;  // PARAMS_IO's host copy of a tensor the CPU cannot address
+  std::unique_ptr<GradientOutlet> gradients_;  // a data-parallel replica's, once mapped
+  GradientOutlet::Send send_;
 };
 
 void serve(const Args& args, const WorkerRuntime& rt) {
@@ -495,6 +513,7 @@ void serve(const Args& args, const WorkerRuntime& rt) {
           WorkerPlan plan = decode_worker_plan(m.body);
           watchdog = std::make_unique<Watchdog>(ctx, args.endpoint, args.device, parent, plan.run_prefix, plan.run_dir);
           worker = std::make_unique<Worker>(ctx, rt, std::move(plan));
+          worker->set_sender([&client](const std::string& frame) { client.send(frame); });
           watchdog->watch(&worker->executor());
           // Test hook: a worker that hangs between its PLAN and its READY.
           if (std::getenv("DEVMAP_TEST_HANG_BEFORE_READY"))

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "coordinator/config.h"
+#include "coordinator/gradient_exchange.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {
@@ -19,6 +20,26 @@ TEST(DataParallel, OneReplicaUnlessSaid) {
   EXPECT_EQ(c.data_parallel.replicas, 4);
   EXPECT_EQ(c.data_parallel.loc.prefix(), "a.yaml:8:17: ");
   EXPECT_EQ(load_config_text(kMinimalModel, "a.yaml", {"data_parallel.replicas=2"}).data_parallel.replicas, 2);
+}
+
+TEST(DataParallel, BucketSizeIsASizeAboveZero) {
+  EXPECT_EQ(load_config_text(kMinimalModel, "a.yaml").data_parallel.bucket_size, int64_t{4} << 20);
+  EXPECT_EQ(load_config_text(kMinimalModel + "data_parallel: {replicas: 2, bucket_size: 1MiB}\n", "a.yaml")
+                .data_parallel.bucket_size,
+            int64_t{1} << 20);
+  EXPECT_EQ(err("data_parallel: {bucket_size: 0}\n"),
+            "a.yaml:8:30: data_parallel.bucket_size must be above 0, e.g. 4MiB");
+}
+
+// The gradients in the order the backward pass makes them: the last op's first.
+TEST(DataParallel, GradientsAreLaidOutInBackwardOrder) {
+  const Config c = load_config_text(test::kMinimalModel, "a.yaml");
+  const std::vector<GradientExchange::Entry> entries = GradientExchange::layout(c.graph);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].name.substr(0, 7), "logits.");
+  EXPECT_EQ(entries[0].offset, 0u);
+  EXPECT_EQ(entries[1].offset, entries[0].count);
+  EXPECT_EQ(entries[0].count + entries[1].count, 16u * 3 + 3);
 }
 
 TEST(DataParallel, EachReplicaNeedsSamplesAndTheWholeMapOfItsHost) {

@@ -81,7 +81,9 @@ class JobAcrossHosts : public TestbedSuite {
   // The shell line, run on node1, that starts `config` on node1 and node2
   // through launch.sh --hosts, over the test bed's eth0 links.
   std::string launch_line(const std::string& config, const std::vector<std::string>& args) const {
-    std::string line = "cd " + shell_quote(shared_) + " && exec env DEVMAP_BUILD_DIR=" + shell_quote(kBuildDir) +
+    // A job that hangs fails the test (exit 124) instead of holding it.
+    std::string line = "cd " + shell_quote(shared_) +
+                       " && exec timeout -k 5 240 env DEVMAP_BUILD_DIR=" + shell_quote(kBuildDir) +
                        " DEVMAP_MPI_INTERFACE=eth0 DEVMAP_MPIRUN_ARGS=" +
                        shell_quote("--mca plm_rsh_agent " + std::string(DEVMAP_SOURCE_DIR) +
                                    "/scripts/testbed_rsh.sh -x DEVMAP_TESTBED_NAME=" + name() + " -wdir " + shared_) +
@@ -286,7 +288,9 @@ TEST_F(JobAcrossHosts, TwoReplicasTrainTheLossesOfOneMachineAndRepeatTheirBits) 
   };
   const std::vector<std::string> replicas{"--set", "data_parallel.replicas=2"};
   const auto before = bytes("node2");
-  ProcessResult first = launch(config, with("first", replicas));
+  std::vector<std::string> traced = replicas;
+  traced.insert(traced.end(), {"--trace", shared_ + "/first.json", "--trace-steps", "3:4"});
+  ProcessResult first = launch(config, with("first", traced));
   const auto after = bytes("node2");
   ASSERT_EQ(first.exit_code, 0) << first.err;
   ProcessResult second = launch(config, with("second", replicas));
@@ -315,6 +319,28 @@ TEST_F(JobAcrossHosts, TwoReplicasTrainTheLossesOfOneMachineAndRepeatTheirBits) 
   }
   for (size_t k = 0; k < 10; ++k) EXPECT_NEAR(replicated[k], whole_batch[k], 1e-5 * whole_batch[k]) << "step " << k + 1;
   EXPECT_EQ(step_losses(shared_ + "/second.jsonl"), replicated);
+  // The gradients are summed in buckets (4 MiB by default: the dense
+  // layers', then the convolutions'), the first while the backward pass
+  // still computes the convolutions' gradients.
+  for (int step : {3, 4}) {
+    const std::string at = "\\{\"phase\":\"train\",\"step\":" + std::to_string(step);
+    double first_sum = 1e300, last_backward = 0;
+    int sums = 0;
+    std::istringstream trace(read_file(shared_ + "/first.json"));
+    const std::regex sum("\"cat\":\"allreduce\",\"ph\":\"X\",\"ts\":([0-9.]+),.*" + at + "[,}]");
+    const std::regex backward("\"cat\":\"backward\",\"ph\":\"X\",\"ts\":([0-9.]+),\"dur\":([0-9.]+),.*" + at + "[,}]");
+    for (std::string line; std::getline(trace, line);) {
+      std::smatch m;
+      if (std::regex_search(line, m, sum)) {
+        first_sum = std::min(first_sum, std::stod(m[1]));
+        ++sums;
+      } else if (std::regex_search(line, m, backward)) {
+        last_backward = std::max(last_backward, std::stod(m[1]) + std::stod(m[2]));
+      }
+    }
+    EXPECT_EQ(sums, 2) << "step " << step;
+    EXPECT_LT(first_sum, last_backward) << "step " << step;
+  }
   const std::string weights = read_file(shared_ + "/first.safetensors");
   EXPECT_GT(weights.size(), 1000000u);
   EXPECT_TRUE(weights == read_file(shared_ + "/second.safetensors"));

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Data-parallel training of the reference CNN across the namespace hosts of
+# scripts/testbed.sh (TCP over veth links), runs alternating:
+#   replicas2   2 replicas x 1 thread, one per host, global batch 128
+#   one         1 replica x 1 thread, batch 64, on this machine
+#   threads2    1 replica x 2 threads, batch 64, on this machine
+# Prints each run's median images/s (the epoch's median step after its
+# warm-up) and the ratio replicas2 / one. Needs root (namespaces) and MPI in
+# the build; makes its own test bed and removes it on exit. The test bed's
+# hosts share this machine's cores: on a 2-core machine the two replicas'
+# workers, coordinators and MPI's TCP copies all compete for the same two.
+#
+#   bench/data_parallel.sh [--runs N] [--steps N]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+runs=3
+steps=150
+bench_options 13 --runs=runs --steps=steps -- "$@"
+bench_build
+export DEVMAP_TESTBED_NAME=dpb$$
+"$root/scripts/testbed.sh" check || exit
+# The runs' files go where every host sees them: under the build folder.
+shared="$dir/bench-data-parallel-$$"
+mkdir -p "$shared"
+trap '"$root/scripts/testbed.sh" down; rm -rf "$out" "$shared"' EXIT
+"$root/scripts/testbed.sh" up 2
+bench_machine
+config="$root/configs/fashion_mnist_cnn.yaml"
+common=(--set devices.cpu:0.threads=1 --set data.train_limit=$((steps * 128)) --set data.test_limit=256
+  --set train.epochs=1 --set train.max_steps="$steps")
+
+run() {  # NAME RUN: one run, its metrics in $shared/NAME-RUN.jsonl
+  local name=$1 k=$2 metrics="$shared/$1-$2.jsonl" ckpt="$shared/$1-$2.safetensors"
+  case "$name" in
+    replicas2)
+      "$root/scripts/testbed.sh" exec node1 sh -c "cd '$shared' && exec env DEVMAP_BUILD_DIR='$dir' \
+        DEVMAP_MPI_INTERFACE=eth0 DEVMAP_MPIRUN_ARGS='--mca plm_rsh_agent $root/scripts/testbed_rsh.sh \
+        -x DEVMAP_TESTBED_NAME=$DEVMAP_TESTBED_NAME -wdir $shared' '$root/scripts/launch.sh' --hosts node1,node2 \
+        '$config' ${common[*]} --set data_parallel.replicas=2 --set train.batch_size=128 \
+        --set train.checkpoint='$ckpt' --metrics '$metrics'" >/dev/null 2>"$out/err" ;;
+    one) (cd "$shared" && "$dir/bin/coordinator" "$config" "${common[@]}" --set train.checkpoint="$ckpt" \
+      --metrics "$metrics") >/dev/null 2>"$out/err" ;;
+    threads2) (cd "$shared" && "$dir/bin/coordinator" "$config" "${common[@]}" --set devices.cpu:0.threads=2 \
+      --set train.checkpoint="$ckpt" --metrics "$metrics") >/dev/null 2>"$out/err" ;;
+  esac || { echo "data_parallel.sh: the $name run failed:" >&2; tail -5 "$out/err" >&2; exit 1; }
+  metric "$metrics" epoch median_images_per_s
+}
+
+declare -A rate=()
+for ((k = 1; k <= runs; k++)); do
+  for name in replicas2 one threads2; do
+    rate[$name]+="$(run "$name" "$k") "
+  done
+done
+python3 - "${rate[replicas2]}" "${rate[one]}" "${rate[threads2]}" <<'EOF'
+import statistics, sys
+names = ["2 replicas x 1 thread (batch 128)", "1 replica x 1 thread (batch 64)", "1 replica x 2 threads (batch 64)"]
+medians = []
+for name, text in zip(names, sys.argv[1:]):
+    values = [float(v) for v in text.split()]
+    medians.append(statistics.median(values))
+    print(f"{name}: {medians[-1]:.0f} images/s median of {len(values)} ({', '.join(f'{v:.0f}' for v in values)})")
+print(f"2 replicas / 1 replica, 1 thread each: {medians[0] / medians[1]:.2f}x")
+EOF

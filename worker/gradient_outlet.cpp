@@ -1,0 +1,78 @@
+#include "worker/gradient_outlet.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "transport/wire.h"
+
+namespace devmap {
+
+namespace {
+
+constexpr std::string_view kGradSuffix = ".grad";
+
+}  // namespace
+
+GradientOutlet::GradientOutlet(const ParamsIo& io, const std::vector<Parameter>& params, DeviceMemory& memory)
+    : segment_(ShmSegment::open(io.path)), memory_(memory) {
+  for (size_t k = 0; k < io.entries.size(); ++k) {
+    const ParamsIo::Entry& e = io.entries[k];
+    if (!e.name.ends_with(kGradSuffix)) throw_runtime("gradient map: '" + e.name + "' names no gradient");
+    const std::string name = e.name.substr(0, e.name.size() - kGradSuffix.size());
+    const Parameter* p = nullptr;
+    for (const Parameter& q : params)
+      if (q.name == name) p = &q;
+    if (!p) throw_runtime("gradient map: this worker holds no parameter named '" + name + "'");
+    if (!p->spec.trained) throw_runtime("gradient map: parameter '" + name + "' is not trained");
+    if (e.bytes != static_cast<uint64_t>(p->spec.shape.numel()) * sizeof(float) || e.offset + e.bytes > segment_.size())
+      throw_runtime("gradient map: '" + e.name + "' does not fit its parameter or the segment " + io.path);
+    if (static_cast<size_t>(p->node) >= by_node_.size()) by_node_.resize(static_cast<size_t>(p->node) + 1);
+    by_node_[static_cast<size_t>(p->node)].push_back(outs_.size());
+    outs_.push_back(Out{p, e.offset, static_cast<uint32_t>(k)});
+  }
+}
+
+void GradientOutlet::begin(int64_t step, Send send) {
+  step_ = step;
+  send_ = std::move(send);
+  sent_.assign(outs_.size(), false);
+}
+
+void GradientOutlet::write(const Out& out) {
+  const size_t bytes = static_cast<size_t>(out.param->spec.shape.numel()) * sizeof(float);
+  char* dst = static_cast<char*>(segment_.data()) + out.offset;
+  if (memory_.host_accessible())
+    std::memcpy(dst, out.param->grad.data(), bytes);
+  else
+    memory_.copy_to_host(dst, out.param->grad.data(), bytes);
+  send_(wire::frame(wire::MsgType::kGradientReady, wire::GradientReady{step_, out.entry, 0}));
+}
+
+void GradientOutlet::after(const Instr& ins) {
+  if (ins.kind != InstrKind::kBackward || ins.node < 0 || static_cast<size_t>(ins.node) >= by_node_.size()) return;
+  for (size_t i : by_node_[static_cast<size_t>(ins.node)]) {
+    if (sent_[i]) continue;
+    write(outs_[i]);
+    sent_[i] = true;
+  }
+}
+
+void GradientOutlet::end() {
+  for (size_t i = 0; i < outs_.size(); ++i)
+    if (!sent_[i]) write(outs_[i]);
+  send_ = nullptr;
+  step_ = -1;
+}
+
+void GradientOutlet::read_back() {
+  for (const Out& out : outs_) {
+    const size_t bytes = static_cast<size_t>(out.param->spec.shape.numel()) * sizeof(float);
+    const char* src = static_cast<const char*>(segment_.data()) + out.offset;
+    if (memory_.host_accessible())
+      std::memcpy(out.param->grad.data(), src, bytes);
+    else
+      memory_.copy_from_host(out.param->grad.data(), src, bytes);
+  }
+}
+
+}  // namespace devmap

@@ -1,0 +1,60 @@
+// GradientOutlet: a data-parallel worker's gradients in its host's gradient
+// segment (PARAMS_IO kMapGradients). During a step with wire::kSendGradients
+// each gradient is copied there, and reported (GRADIENT_READY), as soon as
+// the backward of its op has made it, so the coordinator can start summing
+// it across the hosts while the backward pass goes on; before the update
+// (wire::kUpdateOnly) the sums are copied back.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device_memory.h"
+#include "core/executor.h"
+#include "transport/params_io.h"
+#include "transport/shm_segment.h"
+
+namespace devmap {
+
+class GradientOutlet {
+ public:
+  using Send = std::function<void(const std::string& frame)>;
+
+  // Maps the segment io.path names and places each entry ("op.param.grad")
+  // on its parameter; throws devmap::Error (kRuntime) for a name this worker
+  // does not hold, an untrained parameter, a size that disagrees or a range
+  // outside the segment.
+  GradientOutlet(const ParamsIo& io, const std::vector<Parameter>& params, DeviceMemory& memory);
+
+  // A step that sends its gradients begins / ends: end() sends those no
+  // backward instruction here has made (their gradients are final anyway).
+  void begin(int64_t step, Send send);
+  void end();
+  // After an instruction of the step: an op's backward makes its
+  // parameters' gradients final.
+  void after(const Instr& ins);
+
+  // The segment's gradients (the sums) back into the parameters.
+  void read_back();
+
+ private:
+  struct Out {
+    const Parameter* param;
+    uint64_t offset;  // bytes into the segment
+    uint32_t entry;   // index in the kMapGradients entries
+  };
+  void write(const Out& out);
+
+  ShmSegment segment_;
+  DeviceMemory& memory_;
+  std::vector<Out> outs_;
+  std::vector<std::vector<size_t>> by_node_;  // op -> its indices in outs_
+  std::vector<bool> sent_;
+  int64_t step_ = -1;
+  Send send_;
+};
+
+}  // namespace devmap
