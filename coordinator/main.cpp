@@ -85,7 +85,7 @@ int exit_code_of(Body body) {
                 << " and stopped without a checkpoint; the workers are stopped and the run's files removed\n";
       return 128 + sig;
     }
-    std::cerr << e.what() << "\n";
+    std::cerr << std::string(e.what()) + "\n";  // one write: mpirun interleaves the ranks' lines
     return e.exit_code();
   } catch (const std::exception& e) {
     std::cerr << "devmap: internal error: " << e.what() << "\n";
