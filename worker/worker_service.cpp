@@ -313,8 +313,8 @@ class Worker {
     wire::StepDone done{};
     done.step = s.step;
     std::vector<wire::MicroResult> micro;
-    if ((s.flags & wire::kSendGradients) && !gradients_) throw_runtime("STEP sends gradients, but none are mapped");
-    const bool send_gradients = (s.flags & wire::kSendGradients) != 0;
+    // A device without trained parameters has no gradients mapped, and none to send.
+    const bool send_gradients = (s.flags & wire::kSendGradients) != 0 && gradients_;
     if (send_gradients) {
       gradients_->begin(s.step, send_);
       exec_->set_after_instruction([this](const Instr& ins) { gradients_->after(ins); });

@@ -257,6 +257,21 @@ TEST_F(JobAcrossHosts, AKilledWorkerOfAReplicaStopsTheJobAndTheReplicasResumeIt)
   EXPECT_TRUE(read_file(shared_ + "/dp.safetensors") == read_file(shared_ + "/whole.safetensors"));
 }
 
+// A replica's device that holds no trained parameter (here cpu:1 runs only
+// the flatten) takes part in the step and sends no gradients.
+TEST_F(JobAcrossHosts, AReplicaDeviceWithoutParametersTakesPartWithoutGradients) {
+  std::string text = local_config();
+  text = std::regex_replace(text, std::regex("\\{name: flat, op: flatten, inputs: \\[pool1\\]\\}"),
+                            "{name: flat, op: flatten, inputs: [pool1], device: cpu:1}");
+  text = std::regex_replace(text, std::regex("device_map: \\{default: cpu:1\\}"), "device_map: {default: cpu:0}");
+  ASSERT_NE(text.find("device: cpu:1}"), std::string::npos) << text;
+  write_file(shared_ + "/flat.yaml", text);
+  ProcessResult r = launch(shared_ + "/flat.yaml", {"--set", "data_parallel.replicas=2", "--set",
+                                                    "train.checkpoint=" + shared_ + "/f.safetensors"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "device busy: cpu:0 ")) << r.out;
+}
+
 // The per-step losses of a metrics file written with --log-every 1.
 std::vector<double> step_losses(const std::string& metrics) {
   std::vector<double> losses;
