@@ -7,8 +7,11 @@
 // it copies each gradient there as soon as its op's backward has made it
 // and says so (GRADIENT_READY). A bucket whose gradients are all there
 // starts its sum across the hosts (`start_sum`: on several hosts,
-// MpiSession::start_sum_ordered, which adds the replicas in rank order, so
-// the bucketing never changes a bit), in bucket order on every replica.
+// MpiSession::allreduce_sum_ordered, which adds the replicas in rank order,
+// so the bucketing never changes a bit), in bucket order on every replica.
+// That sum blocks this coordinator while its workers, other processes, go
+// on with the backward pass; a sum that returns before it is done is
+// tested between messages until it is.
 // After the backward pass: the remaining sums are waited for, the loss and
 // metric are summed, and a STEP with wire::kUpdateOnly has each worker read
 // the sums back and update.

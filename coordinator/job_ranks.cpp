@@ -241,9 +241,11 @@ GradientExchange::StartSum JobRanks::start_sum() const {
 #ifdef DEVMAP_HAS_MPI
   if (mpi_) {
     const MpiSession* session = &mpi_->session;
+    // Blocking (MPI_Alltoallv, the sum, MPI_Allgatherv): the coordinator
+    // waits in it while its workers go on with the backward pass.
     return [session](float* data, size_t count) -> std::function<bool()> {
-      std::shared_ptr<MpiSession::PendingSum> sum = session->start_sum_ordered(data, count);
-      return [sum] { return sum->test(); };
+      session->allreduce_sum_ordered(data, count);
+      return [] { return true; };
     };
   }
 #endif

@@ -81,8 +81,9 @@ class JobRanks {
   bool runs(const std::string& job, const Config& config) const {
     return rank_ == 0 || (job == "train" && config.data_parallel.replicas > 1);
   }
-  // Starts a sum of a buffer over the ranks in rank order (MpiSession::
-  // start_sum_ordered); with one rank, leaves it as it is.
+  // Sums a buffer over the ranks in rank order (MpiSession::
+  // allreduce_sum_ordered, done when the returned test is first called);
+  // with one rank, leaves it as it is.
   GradientExchange::StartSum start_sum() const;
   int rank() const { return rank_; }
   int size() const { return size_; }

@@ -11,6 +11,7 @@
 #include "coordinator/plan_job.h"
 #include "coordinator/predict_job.h"
 #include "coordinator/process_limits.h"
+#include "coordinator/progress_bar.h"
 #include "coordinator/signals.h"
 #include "coordinator/step_costs.h"
 #include "coordinator/train_job.h"
@@ -57,10 +58,12 @@ class QuietStreams {
     if (!quiet) return;
     out_ = std::cout.rdbuf(&null_);
     err_ = std::cerr.rdbuf(&null_);
+    ProgressBar::set_quiet(true);
   }
   ~QuietStreams() {
     if (out_) std::cout.rdbuf(out_);
     if (err_) std::cerr.rdbuf(err_);
+    ProgressBar::set_quiet(false);
   }
   QuietStreams(const QuietStreams&) = delete;
   QuietStreams& operator=(const QuietStreams&) = delete;

@@ -6,6 +6,14 @@
 
 namespace devmap {
 
+namespace {
+bool quiet_bars = false;
+}  // namespace
+
+void ProgressBar::set_quiet(bool quiet) {
+  quiet_bars = quiet;
+}
+
 ProgressBar::ProgressBar(std::string title, int64_t total, int64_t every)
     : title_(std::move(title)),
       total_(total),
@@ -30,6 +38,7 @@ void ProgressBar::finish(const std::string& status) {
 }
 
 void ProgressBar::draw(int64_t done, const std::string& status, bool final) {
+  if (quiet_bars) return;
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   double frac = total_ > 0 ? static_cast<double>(done) / static_cast<double>(total_) : 1.0;
   constexpr int kWidth = 24;

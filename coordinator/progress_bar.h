@@ -12,6 +12,9 @@ namespace devmap {
 
 class ProgressBar {
  public:
+  // Off: no bar draws anything (a data-parallel replica other than the
+  // first, whose stderr mpirun mixes with replica 0's).
+  static void set_quiet(bool quiet);
   ProgressBar(std::string title, int64_t total, int64_t every);
   // Reports `done` of total units; `status` follows the counters.
   void update(int64_t done, const std::string& status);

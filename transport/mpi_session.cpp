@@ -92,18 +92,7 @@ void MpiSession::recv_tensor(const TensorView& t, int source, int tag) const {
 }
 
 void MpiSession::allreduce_sum_ordered(float* data, size_t count) const {
-  start_sum_ordered(data, count)->wait();
-}
-
-std::unique_ptr<MpiSession::PendingSum> MpiSession::start_sum_ordered(float* data, size_t count) const {
-  std::unique_ptr<PendingSum> p(new PendingSum);
-  p->data_ = data;
-  p->rank_ = rank_;
-  p->size_ = size_;
-  if (size_ == 1 || count == 0) {
-    p->phase_ = 2;
-    return p;
-  }
+  if (size_ == 1 || count == 0) return;
   // Rank r owns elements [offset[r], offset[r] + counts[r]): it receives
   // that slice from every rank, adds the slices in rank order, and the
   // all-gather hands every rank every reduced slice.
@@ -111,58 +100,28 @@ std::unique_ptr<MpiSession::PendingSum> MpiSession::start_sum_ordered(float* dat
   if (count / n + 1 > static_cast<size_t>(INT_MAX) / n)
     throw_runtime("MPI: allreduce of " + std::to_string(count) + " floats over " + std::to_string(size_) +
                   " ranks is too large for one call; split it into buckets");
-  p->counts_.resize(n);
-  p->offsets_.resize(n);
+  std::vector<int> counts(n), offsets(n);
   for (size_t r = 0, at = 0; r < n; ++r) {
-    p->counts_[r] = static_cast<int>(count / n + (r < count % n ? 1 : 0));
-    p->offsets_[r] = static_cast<int>(at);
-    at += static_cast<size_t>(p->counts_[r]);
+    counts[r] = static_cast<int>(count / n + (r < count % n ? 1 : 0));
+    offsets[r] = static_cast<int>(at);
+    at += static_cast<size_t>(counts[r]);
   }
-  const size_t mine = static_cast<size_t>(p->counts_[static_cast<size_t>(rank_)]);
-  p->slices_.resize(mine * n);
-  p->recv_counts_.assign(n, static_cast<int>(mine));
-  p->recv_offsets_.resize(n);
-  for (size_t r = 0; r < n; ++r) p->recv_offsets_[r] = static_cast<int>(r * mine);
-  auto* request = new MPI_Request;
-  p->request_ = request;
-  check(MPI_Ialltoallv(data, p->counts_.data(), p->offsets_.data(), MPI_FLOAT, p->slices_.data(),
-                       p->recv_counts_.data(), p->recv_offsets_.data(), MPI_FLOAT, MPI_COMM_WORLD, request),
-        "MPI_Ialltoallv (sum in rank order)");
-  return p;
-}
-
-MpiSession::PendingSum::~PendingSum() {
-  delete static_cast<MPI_Request*>(request_);
-}
-
-void MpiSession::PendingSum::start_gather() {
-  const size_t n = static_cast<size_t>(size_), mine = slices_.size() / n;
-  float* out = data_ + offsets_[static_cast<size_t>(rank_)];
-  for (size_t i = 0; i < mine; ++i) out[i] = slices_[i];
+  const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(rank_)]);
+  std::vector<float> slices(mine * n);
+  std::vector<int> recv_counts(n, static_cast<int>(mine)), recv_offsets(n);
+  for (size_t r = 0; r < n; ++r) recv_offsets[r] = static_cast<int>(r * mine);
+  check(MPI_Alltoallv(data, counts.data(), offsets.data(), MPI_FLOAT, slices.data(), recv_counts.data(),
+                      recv_offsets.data(), MPI_FLOAT, MPI_COMM_WORLD),
+        "MPI_Alltoallv (allreduce_sum_ordered)");
+  float* out = data + offsets[static_cast<size_t>(rank_)];
+  for (size_t i = 0; i < mine; ++i) out[i] = slices[i];
   for (size_t r = 1; r < n; ++r) {
-    const float* s = slices_.data() + r * mine;
+    const float* s = slices.data() + r * mine;
     for (size_t i = 0; i < mine; ++i) out[i] += s[i];
   }
-  check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data_, counts_.data(), offsets_.data(), MPI_FLOAT,
-                        MPI_COMM_WORLD, static_cast<MPI_Request*>(request_)),
-        "MPI_Iallgatherv (sum in rank order)");
-}
-
-bool MpiSession::PendingSum::test() {
-  while (phase_ < 2) {
-    int done = 0;
-    check(MPI_Test(static_cast<MPI_Request*>(request_), &done, MPI_STATUS_IGNORE), "MPI_Test (sum in rank order)");
-    if (!done) return false;
-    if (phase_++ == 0) start_gather();
-  }
-  return true;
-}
-
-void MpiSession::PendingSum::wait() {
-  while (phase_ < 2) {
-    check(MPI_Wait(static_cast<MPI_Request*>(request_), MPI_STATUS_IGNORE), "MPI_Wait (sum in rank order)");
-    if (phase_++ == 0) start_gather();
-  }
+  check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), offsets.data(), MPI_FLOAT,
+                       MPI_COMM_WORLD),
+        "MPI_Allgatherv (allreduce_sum_ordered)");
 }
 
 std::vector<std::string> MpiSession::allgather(const std::string& mine) const {

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstddef>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,30 +47,6 @@ class MpiSession {
   // 2 (size-1)/size of the buffer in and out of each rank, as a
   // reduce-scatter followed by an all-gather does.
   void allreduce_sum_ordered(float* data, size_t count) const;
-
-  // The same sum, started and not waited for: test() moves it on (MPI
-  // progresses a non-blocking collective only inside MPI calls) and is true
-  // once `data` holds the sum; wait() blocks until then. Every rank starts
-  // its sums in the same order (collectives match by order). The buffer
-  // must stay untouched until the sum is done.
-  class PendingSum {
-   public:
-    ~PendingSum();
-    bool test();
-    void wait();
-
-   private:
-    friend class MpiSession;
-    PendingSum() = default;
-    void start_gather();
-    float* data_ = nullptr;
-    int rank_ = 0, size_ = 1;
-    int phase_ = 0;  // 0: slices to their owners, 1: the sums to every rank, 2: done
-    std::vector<int> counts_, offsets_, recv_counts_, recv_offsets_;
-    std::vector<float> slices_;
-    void* request_ = nullptr;  // the MPI_Request of the phase in flight
-  };
-  std::unique_ptr<PendingSum> start_sum_ordered(float* data, size_t count) const;
 
   // Every rank's `mine`, in rank order, on every rank. Collective.
   std::vector<std::string> allgather(const std::string& mine) const;
