@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/process_stats.h"
 
 namespace devmap {
 namespace {
@@ -17,9 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string holder_text() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
-  return "pid " + std::to_string(::getpid()) + " on host " + host;
+  return "pid " + std::to_string(::getpid()) + " on host " + host_name().value_or("?");
 }
 
 std::string read_holder(int fd) {

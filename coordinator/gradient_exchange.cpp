@@ -7,16 +7,6 @@
 
 namespace devmap {
 
-namespace {
-
-size_t total_count(const std::vector<GradientExchange::Entry>& entries) {
-  size_t n = 0;
-  for (const GradientExchange::Entry& e : entries) n = std::max(n, e.offset + e.count);
-  return n;
-}
-
-}  // namespace
-
 std::vector<GradientExchange::Entry> GradientExchange::layout(const Graph& graph) {
   std::vector<Entry> entries;
   size_t at = 0;
@@ -34,7 +24,7 @@ GradientExchange::GradientExchange(WorkerGroup& group, const Graph& graph, const
                                    int64_t bucket_bytes, StartSum start_sum)
     : group_(group),
       entries_(layout(graph)),
-      floats_(total_count(entries_)),
+      floats_(entries_.empty() ? 0 : entries_.back().offset + entries_.back().count),  // laid out back to back
       segment_(ShmSegment::create(segment_name, std::max<size_t>(floats_, 1) * sizeof(float))),
       start_sum_(std::move(start_sum)) {
   // Buckets: consecutive gradients, closed once they hold bucket_bytes.

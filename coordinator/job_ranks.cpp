@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,6 +11,7 @@
 #include "coordinator/calibration_cache.h"
 #include "coordinator/config_hosts.h"
 #include "coordinator/config_names.h"
+#include "core/process_stats.h"
 #include "transport/wire.h"
 
 #ifdef DEVMAP_HAS_MPI
@@ -37,12 +37,6 @@ std::vector<std::string> ipv4_addresses() {
   }
   freeifaddrs(list);
   return out;
-}
-
-std::string this_host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
 }
 
 std::string rank_on(size_t rank, const RankFacts& f) {
@@ -226,7 +220,7 @@ JobRanks::JobRanks([[maybe_unused]] int* argc, [[maybe_unused]] char*** argv, co
         "libopenmpi-dev (scripts/setup.sh does) and rebuild, or run it without a launcher");
 #endif
   } else {
-    ranks.push_back(local_rank_facts(this_host_name(), config));
+    ranks.push_back(local_rank_facts(host_name().value_or("localhost"), config));
   }
   where_ = rank_on(static_cast<size_t>(rank_), ranks[static_cast<size_t>(rank_)]);
   if (auto problem = job_ranks_problem(ranks, config, launched)) {
