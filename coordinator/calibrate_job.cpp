@@ -89,7 +89,7 @@ int64_t micro_batches_at(int64_t batch, int64_t largest) {
 // time of one micro-batch.
 RunTimes measure(const Config& c, const RunOptions& options, const Dataset& data, int warmup, int repeats) {
   const int64_t micro = c.train.micro_batches, batch = c.train.batch_size;
-  Session session(c, options, c.graph, /*training=*/true, {}, batch, 0);
+  Session session(c, options, c.graph, SessionJob::train(batch));
   session.start();
   WorkerGroup& group = session.workers();
   TraceLog trace("", TraceSteps{warmup + 1, warmup + repeats}, false);
@@ -140,7 +140,7 @@ RunTimes measure(const Config& c, const RunOptions& options, const Dataset& data
 class BackgroundLoad {
  public:
   BackgroundLoad(Config c, const RunOptions& options, const Dataset& data, int64_t batch)
-      : config_(std::move(c)), session_(config_, options, config_.graph, /*training=*/true, {}, batch, 0) {
+      : config_(std::move(c)), session_(config_, options, config_.graph, SessionJob::train(batch)) {
     session_.start();
     const int image = config_.graph.find_role(OpRole::kImageInput);
     const int label = config_.graph.find_role(OpRole::kLabelInput);

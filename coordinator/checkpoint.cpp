@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "coordinator/host_stages.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "transport/params_io.h"
@@ -42,13 +43,121 @@ void fsync_path(const std::string& path, int flags) {
   if (rc != 0) throw_runtime("cannot fsync " + path + ": " + std::strerror(errno));
 }
 
-// Writes `tensors` (name -> device, shape) into `path` atomically: the
-// workers fill their ranges of a temporary file that is then renamed.
-void write_file(WorkerGroup& workers, const std::vector<ParamRef>& tensors, const std::string& path,
-                const std::map<std::string, std::string>& metadata) {
+// Has this host's workers write or read their tensors of `layout` at `path`.
+void params_io(WorkerGroup& workers, const std::vector<ParamRef>& tensors, const SafetensorsLayout& layout,
+               ParamsIo::Op op, const std::string& path) {
+  const HostStages* hosts = workers.hosts();
+  std::map<std::string, ParamsIo> by_device;
+  for (const ParamRef& t : tensors) {
+    if (hosts && !hosts->local(t.device)) continue;
+    const SafetensorsEntry* e = layout.find(t.name);
+    ParamsIo& io = by_device[t.device];
+    io.op = op;
+    io.path = path;
+    io.entries.push_back({t.name, layout.data_start + e->begin, e->end - e->begin, e->dtype});
+  }
+  std::map<std::string, std::string> frames;
+  for (const auto& [device, io] : by_device)
+    frames[device] = wire::frame(wire::MsgType::kParamsIo, std::string_view(encode_params_io(io)));
+  workers.request(frames, wire::MsgType::kParamsDone,
+                  std::string("the workers to ") + (op == ParamsIo::Op::kSave ? "write " : "read ") + path);
+}
+
+// A job across hosts: the tensors of other hosts' devices move between
+// byte ranges of `path` here and the same ranges of the holder's scratch
+// file, in the tensors' order (rank 0's side).
+enum class RangeDirection { kToFile, kFromFile };
+void move_remote_ranges(const HostStages& hosts, const std::vector<ParamRef>& tensors, const SafetensorsLayout& layout,
+                        const std::string& path, RangeDirection direction) {
+  const bool to_file = direction == RangeDirection::kToFile;
+  int fd = ::open(path.c_str(), to_file ? O_WRONLY : O_RDONLY);
+  if (fd < 0) throw_runtime("cannot open " + path + ": " + std::strerror(errno));
+  std::vector<char> buf;
+  try {
+    for (const ParamRef& t : tensors) {
+      if (hosts.local(t.device)) continue;
+      const SafetensorsEntry* e = layout.find(t.name);
+      buf.resize(e->end - e->begin);
+      const off_t at = static_cast<off_t>(layout.data_start + e->begin);
+      if (to_file) {
+        hosts.recv(buf.data(), buf.size(), hosts.rank_of(t.device));
+        if (::pwrite(fd, buf.data(), buf.size(), at) != static_cast<ssize_t>(buf.size()))
+          throw_runtime("cannot write " + t.name + " into " + path + ": " + std::strerror(errno));
+      } else {
+        if (::pread(fd, buf.data(), buf.size(), at) != static_cast<ssize_t>(buf.size()))
+          throw_runtime("cannot read " + t.name + " from " + path + ": " + std::strerror(errno));
+        hosts.send(buf.data(), buf.size(), hosts.rank_of(t.device));
+      }
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
+// The other side: this host's tensors through a scratch file laid out as
+// the checkpoint is. kToFile: the workers write it and its ranges go to
+// rank 0; kFromFile: rank 0's ranges fill it and the workers read it.
+void exchange_local_ranges(WorkerGroup& workers, const std::vector<ParamRef>& tensors, const SafetensorsLayout& layout,
+                           RangeDirection direction) {
+  const HostStages& hosts = *workers.hosts();
+  const std::string scratch =
+      (fs::temp_directory_path() / ("devmap-checkpoint-part-" + std::to_string(::getpid()))).string();
+  int fd = ::open(scratch.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) throw_runtime("cannot create " + scratch + ": " + std::strerror(errno));
+  auto ranges = [&](bool send) {
+    std::vector<char> buf;
+    for (const ParamRef& t : tensors) {
+      if (!hosts.local(t.device)) continue;
+      const SafetensorsEntry* e = layout.find(t.name);
+      buf.resize(e->end - e->begin);
+      const off_t at = static_cast<off_t>(layout.data_start + e->begin);
+      if (send) {
+        if (::pread(fd, buf.data(), buf.size(), at) != static_cast<ssize_t>(buf.size()))
+          throw_runtime("cannot read " + t.name + " from " + scratch + ": " + std::strerror(errno));
+        hosts.send(buf.data(), buf.size(), 0);
+      } else {
+        hosts.recv(buf.data(), buf.size(), 0);
+        if (::pwrite(fd, buf.data(), buf.size(), at) != static_cast<ssize_t>(buf.size()))
+          throw_runtime("cannot write " + t.name + " into " + scratch + ": " + std::strerror(errno));
+      }
+    }
+  };
+  try {
+    if (::ftruncate(fd, static_cast<off_t>(layout.data_start + layout.data_bytes)) != 0)
+      throw_runtime("cannot size " + scratch + ": " + std::strerror(errno));
+    if (direction == RangeDirection::kToFile) {
+      params_io(workers, tensors, layout, ParamsIo::Op::kSave, scratch);
+      ranges(/*send=*/true);
+    } else {
+      ranges(/*send=*/false);
+      params_io(workers, tensors, layout, ParamsIo::Op::kLoad, scratch);
+    }
+  } catch (...) {
+    ::close(fd);
+    ::unlink(scratch.c_str());
+    throw;
+  }
+  ::close(fd);
+  ::unlink(scratch.c_str());
+}
+
+SafetensorsLayout layout_of(const std::vector<ParamRef>& tensors, const std::map<std::string, std::string>& metadata) {
   std::vector<SafetensorsTensor> list;
   for (const ParamRef& t : tensors) list.push_back({t.name, t.shape, t.stored_as});
-  SafetensorsLayout layout = make_safetensors_layout(list, metadata);
+  return make_safetensors_layout(list, metadata);
+}
+
+// Writes `tensors` (name -> device, shape) into `path` atomically: the
+// workers fill their ranges of a temporary file that is then renamed. In a
+// job across hosts, rank 0 writes the file and the other ranks send their
+// hosts' tensors to it (`path` is rank 0's).
+void write_file(WorkerGroup& workers, const std::vector<ParamRef>& tensors, const std::string& path,
+                const std::map<std::string, std::string>& metadata) {
+  SafetensorsLayout layout = layout_of(tensors, metadata);
+  const HostStages* hosts = workers.hosts();
+  if (hosts && hosts->rank() != 0) return exchange_local_ranges(workers, tensors, layout, RangeDirection::kToFile);
   fs::path target(path);
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
   std::string tmp = path + ".tmp-" + std::to_string(::getpid());
@@ -60,18 +169,8 @@ void write_file(WorkerGroup& workers, const std::vector<ParamRef>& tensors, cons
   ::close(fd);
   try {
     if (!ok) throw_runtime("cannot write checkpoint " + tmp + ": " + std::strerror(errno));
-    std::map<std::string, ParamsIo> by_device;
-    for (const ParamRef& t : tensors) {
-      const SafetensorsEntry* e = layout.find(t.name);
-      ParamsIo& io = by_device[t.device];
-      io.op = ParamsIo::Op::kSave;
-      io.path = tmp;
-      io.entries.push_back({t.name, layout.data_start + e->begin, e->end - e->begin, e->dtype});
-    }
-    std::map<std::string, std::string> frames;
-    for (const auto& [device, io] : by_device)
-      frames[device] = wire::frame(wire::MsgType::kParamsIo, std::string_view(encode_params_io(io)));
-    workers.request(frames, wire::MsgType::kParamsDone, "the workers to write " + path);
+    params_io(workers, tensors, layout, ParamsIo::Op::kSave, tmp);
+    if (hosts) move_remote_ranges(*hosts, tensors, layout, tmp, RangeDirection::kToFile);
     fsync_path(tmp, O_RDONLY);
     if (::rename(tmp.c_str(), path.c_str()) != 0)
       throw_runtime("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
@@ -105,12 +204,36 @@ std::vector<ParamRef> state_tensors(const std::vector<ParamRef>& params, const O
   return slots;
 }
 
+std::string encode_metadata(const std::map<std::string, std::string>& m) {
+  std::string out;
+  for (const auto& [k, v] : m) out += k + '\0' + v + '\0';
+  return out;
+}
+
+std::map<std::string, std::string> decode_metadata(const std::string& bytes) {
+  std::map<std::string, std::string> m;
+  for (size_t at = 0; at < bytes.size();) {
+    const size_t k_end = bytes.find('\0', at);
+    const size_t v_end = k_end == std::string::npos ? k_end : bytes.find('\0', k_end + 1);
+    if (v_end == std::string::npos) throw_runtime("malformed checkpoint metadata from rank 0");
+    m[bytes.substr(at, k_end - at)] = bytes.substr(k_end + 1, v_end - k_end - 1);
+    at = v_end + 1;
+  }
+  return m;
+}
+
 // Validates `path` against `tensors` (every one present with its shape,
-// nothing extra) and has the workers read them; returns its metadata.
+// nothing extra) and has the workers read them; returns its metadata. In a
+// job across hosts, rank 0 reads the file and sends the other hosts their
+// tensors and the metadata (`path` is rank 0's).
 std::map<std::string, std::string> load_tensors(WorkerGroup& workers, const std::vector<ParamRef>& tensors,
                                                 const std::string& path, const char* what) {
+  const HostStages* hosts = workers.hosts();
+  if (hosts && hosts->rank() != 0) {
+    exchange_local_ranges(workers, tensors, layout_of(tensors, {}), RangeDirection::kFromFile);
+    return decode_metadata(hosts->from_rank0(""));
+  }
   SafetensorsLayout layout = read_safetensors_layout(path);
-  std::map<std::string, ParamsIo> by_device;
   for (const ParamRef& p : tensors) {
     const SafetensorsEntry* e = layout.find(p.name);
     if (!e) throw_invalid(path + ": missing tensor '" + p.name + "' that the " + what + " needs");
@@ -121,20 +244,22 @@ std::map<std::string, std::string> load_tensors(WorkerGroup& workers, const std:
     if (e->dtype != p.stored_as && e->dtype != FileDtype::kF32)
       throw_invalid(path + ": tensor '" + p.name + "' has dtype " + file_dtype_name(e->dtype) + ", the " + what +
                     "'s is " + file_dtype_name(p.stored_as));
-    ParamsIo& io = by_device[p.device];
-    io.op = ParamsIo::Op::kLoad;
-    io.path = path;
-    io.entries.push_back({p.name, layout.data_start + e->begin, e->end - e->begin, e->dtype});
+    if (e->dtype != p.stored_as && hosts && !hosts->local(p.device))
+      throw_invalid(path + ": tensor '" + p.name + "' is stored as " + file_dtype_name(e->dtype) +
+                    " (an earlier devmap's file) and its device " + p.device +
+                    " is on another host: resume it once on one host, whose checkpoints store it as " +
+                    file_dtype_name(p.stored_as));
   }
   for (const SafetensorsEntry& e : layout.entries) {
     bool known = false;
     for (const ParamRef& p : tensors) known = known || p.name == e.name;
     if (!known) throw_invalid(path + ": tensor '" + e.name + "' is not part of this " + what);
   }
-  std::map<std::string, std::string> frames;
-  for (const auto& [device, io] : by_device)
-    frames[device] = wire::frame(wire::MsgType::kParamsIo, std::string_view(encode_params_io(io)));
-  workers.request(frames, wire::MsgType::kParamsDone, "the workers to read " + path);
+  params_io(workers, tensors, layout, ParamsIo::Op::kLoad, path);
+  if (hosts) {
+    move_remote_ranges(*hosts, tensors, layout, path, RangeDirection::kFromFile);
+    hosts->from_rank0(encode_metadata(layout.metadata));
+  }
   return layout.metadata;
 }
 

@@ -20,6 +20,18 @@ std::vector<GradientExchange::Entry> GradientExchange::layout(const Graph& graph
   return entries;
 }
 
+std::vector<GradientExchange::Span> GradientExchange::buckets(const std::vector<Entry>& entries, int64_t bucket_bytes) {
+  const size_t bucket_floats = std::max<size_t>(static_cast<size_t>(bucket_bytes) / sizeof(float), 1);
+  std::vector<Span> out;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (out.empty() || out.back().offset + bucket_floats <= entries[i].offset)
+      out.push_back(Span{i, i, entries[i].offset, 0});
+    out.back().end = i + 1;
+    out.back().count = entries[i].offset + entries[i].count - out.back().offset;
+  }
+  return out;
+}
+
 GradientExchange::GradientExchange(WorkerGroup& group, const Graph& graph, const std::string& segment_name,
                                    int64_t bucket_bytes, StartSum start_sum)
     : group_(group),
@@ -27,16 +39,11 @@ GradientExchange::GradientExchange(WorkerGroup& group, const Graph& graph, const
       floats_(entries_.empty() ? 0 : entries_.back().offset + entries_.back().count),  // laid out back to back
       segment_(ShmSegment::create(segment_name, std::max<size_t>(floats_, 1) * sizeof(float))),
       start_sum_(std::move(start_sum)) {
-  // Buckets: consecutive gradients, closed once they hold bucket_bytes.
-  const size_t bucket_floats = std::max<size_t>(static_cast<size_t>(bucket_bytes) / sizeof(float), 1);
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (buckets_.empty() || entries_[buckets_.back().first].offset + bucket_floats <= entries_[i].offset) {
-      Bucket b;
-      b.first = i;
-      buckets_.push_back(std::move(b));
-    }
-    buckets_.back().end = i + 1;
-    bucket_of_.push_back(buckets_.size() - 1);
+  for (const Span& span : buckets(entries_, bucket_bytes)) {
+    Bucket b;
+    b.span = span;
+    buckets_.push_back(std::move(b));
+    bucket_of_.resize(span.end, buckets_.size() - 1);
   }
   std::map<std::string, ParamsIo> by_device;
   for (size_t i = 0; i < entries_.size(); ++i) {
@@ -74,10 +81,9 @@ void GradientExchange::start_ready_buckets() {
   // In bucket order on every replica: collectives match by order.
   while (next_bucket_ < buckets_.size()) {
     Bucket& b = buckets_[next_bucket_];
-    if (b.ready < b.end - b.first) return;
-    const size_t first = entries_[b.first].offset, end = entries_[b.end - 1].offset + entries_[b.end - 1].count;
+    if (b.ready < b.span.end - b.span.first) return;
     b.started_ns = trace_now_ns();
-    b.sum = start_sum_(static_cast<float*>(segment_.data()) + first, end - first);
+    b.sum = start_sum_(static_cast<float*>(segment_.data()) + b.span.offset, b.span.count);
     ++next_bucket_;
     progress();
   }

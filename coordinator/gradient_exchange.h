@@ -54,7 +54,7 @@ class GradientExchange {
   void begin(int64_t step);
   void finish(int64_t step, StepResult& result);
 
-  size_t buckets() const { return buckets_.size(); }
+  size_t bucket_count() const { return buckets_.size(); }
 
   // A trained parameter's gradient in the segment.
   struct Entry {
@@ -64,11 +64,19 @@ class GradientExchange {
   // The trained parameters' gradients of `graph`, in the order the backward
   // pass makes them.
   static std::vector<Entry> layout(const Graph& graph);
+  // Buckets of `entries` (a layout): consecutive gradients, each bucket
+  // closed once it holds `bucket_bytes`. A bucket's entries are [first,
+  // end); its floats [offset, offset + count) of the segment.
+  struct Span {
+    size_t first = 0, end = 0;
+    size_t offset = 0, count = 0;
+  };
+  static std::vector<Span> buckets(const std::vector<Entry>& entries, int64_t bucket_bytes);
 
  private:
   struct Bucket {
-    size_t first = 0, end = 0;  // entries [first, end)
-    size_t ready = 0;           // of them in the segment this step
+    Span span;
+    size_t ready = 0;           // of its entries in the segment this step
     std::function<bool()> sum;  // its sum in flight; empty: not started or done
     int64_t started_ns = 0;
   };

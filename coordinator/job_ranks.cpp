@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "coordinator/auto_placement.h"
 #include "coordinator/calibration_cache.h"
 #include "coordinator/config_hosts.h"
 #include "coordinator/config_names.h"
@@ -15,6 +16,7 @@
 #include "transport/wire.h"
 
 #ifdef DEVMAP_HAS_MPI
+#include "transport/mpi_edge_relay.h"
 #include "transport/mpi_session.h"
 #endif
 
@@ -103,8 +105,7 @@ std::optional<std::string> hosts_differ(const std::vector<RankFacts>& ranks, con
   return std::nullopt;
 }
 
-std::optional<std::string> devices_off_the_coordinators_host(const std::vector<RankFacts>& ranks,
-                                                             const Config& config) {
+std::optional<std::string> devices_declared_twice(const std::vector<RankFacts>& ranks, const Config& config) {
   for (size_t i = 0; i < config.devices.size(); ++i) {
     const DeviceSpec& d = config.devices[i];
     for (size_t j = 0; j < i; ++j) {
@@ -117,15 +118,29 @@ std::optional<std::string> devices_off_the_coordinators_host(const std::vector<R
                ", where a device without a host is; declare it once";
     }
   }
-  for (const DeviceSpec& d : config.devices)
-    if (!d.host.empty() && !names_host(d.host, ranks[0]))
-      return d.loc.prefix() + "devices: device " + devmap::quoted(d.name) + " is on " + d.host +
-             ", but the job's coordinator (rank 0) runs on " + ranks[0].host +
-             ": devices on other hosts than the coordinator's are not built yet (cut edges and data-parallel "
-             "replicas between hosts); place every device on " +
-             ranks[0].host;
   return std::nullopt;
 }
+
+// The first device on another host than rank 0's, or null.
+const DeviceSpec* device_off_rank0(const std::vector<RankFacts>& ranks, const Config& config) {
+  for (const DeviceSpec& d : config.devices)
+    if (!d.host.empty() && !names_host(d.host, ranks[0])) return &d;
+  return nullptr;
+}
+
+std::optional<std::string> stages_and_restarts(const std::vector<RankFacts>& ranks, const Config& config) {
+  const DeviceSpec* off = device_off_rank0(ranks, config);
+  // (Replicas take devices without hosts: the config refuses the rest.)
+  if (off && config.train.max_restarts > 0)
+    return config.hosts_loc.prefix() + "train.max_restarts " + std::to_string(config.train.max_restarts) +
+           " with devices on several hosts (" + off->name + " is on " + off->host +
+           "): one host restarting its workers alone would leave the others mid-step; set it to 0 and resume with "
+           "--resume instead";
+  return std::nullopt;
+}
+
+// The tag of checkpoint bytes between ranks (below the relay's).
+[[maybe_unused]] constexpr int kCheckpointTag = 7;
 
 const char* environment(const char* name) {
   return std::getenv(name);
@@ -192,7 +207,18 @@ std::optional<std::string> job_ranks_problem(const std::vector<RankFacts>& ranks
                            (ranks.size() == 1 ? "" : "s") + " (on " + rank_hosts(ranks) + ")"
                      : "no MPI launcher started this process, on " + ranks[0].host) +
            ": start " + std::to_string(replicas) + " ranks, one per host (scripts/launch.sh --hosts)";
-  return devices_off_the_coordinators_host(ranks, config);
+  if (auto problem = devices_declared_twice(ranks, config)) return problem;
+  return stages_and_restarts(ranks, config);
+}
+
+std::map<std::string, int> device_ranks(const std::vector<RankFacts>& ranks, const Config& config) {
+  std::map<std::string, int> out;
+  for (const DeviceSpec& d : config.devices) {
+    out[d.name] = 0;
+    for (size_t r = 0; r < ranks.size() && !d.host.empty(); ++r)
+      if (names_host(d.host, ranks[r])) out[d.name] = static_cast<int>(r);
+  }
+  return out;
 }
 
 #ifdef DEVMAP_HAS_MPI
@@ -227,6 +253,40 @@ JobRanks::JobRanks([[maybe_unused]] int* argc, [[maybe_unused]] char*** argv, co
     if (rank_ == 0) throw_invalid(*problem);
     throw_invalid("devmap: " + where_ + ": the job did not start (rank 0 says why)");
   }
+#ifdef DEVMAP_HAS_MPI
+  if (const DeviceSpec* off = device_off_rank0(ranks, config); off && mpi_) {
+    off_rank0_ = off->name + " on " + off->host;
+    const MpiSession* session = &mpi_->session;
+    HostLinks links;
+    links.allgather = [session](const std::string& mine, const std::function<void()>& pump) {
+      return session->allgather_while(mine, pump);
+    };
+    links.send = [session](const void* data, size_t bytes, int dest) {
+      session->send_bytes(data, bytes, dest, kCheckpointTag);
+    };
+    links.recv = [session](void* data, size_t bytes, int source) {
+      session->recv_bytes(data, bytes, source, kCheckpointTag);
+    };
+    links.relay = [session](RelayPlan plan) { return make_mpi_edge_relay(*session, std::move(plan)); };
+    stages_ = std::make_unique<HostStages>(rank_, device_ranks(ranks, config), std::move(links));
+  }
+#endif
+}
+
+void JobRanks::check_job(const std::string& job, const Config& config) const {
+  if (!stages_) return;
+  std::string problem;
+  if (job != "train")
+    problem = job + " with devices on several hosts (" + off_rank0_ +
+              ") is not built yet: only training runs pipeline stages across hosts; " + job +
+              " with a device map on one host";
+  else if (has_auto_placement(config) || config.train.auto_micro_batches())
+    problem = config.path + ": device_map `auto` and train.micro_batches `auto` measure the devices first, which " +
+              "is not built for devices on several hosts (" + off_rank0_ +
+              "): place every op and give the micro-batches";
+  if (problem.empty()) return;
+  if (rank_ != 0) throw_invalid("devmap: " + where_ + ": the job did not start (rank 0 says why)");
+  throw_invalid(problem);
 }
 
 JobRanks::~JobRanks() = default;
@@ -249,7 +309,7 @@ GradientExchange::StartSum JobRanks::start_sum() const {
 int JobRanks::finish([[maybe_unused]] int exit_code, [[maybe_unused]] const Config& config) {
 #ifdef DEVMAP_HAS_MPI
   if (!mpi_) return exit_code;
-  if (exit_code != 0 && config.data_parallel.replicas > 1) mpi_->session.abort(exit_code);
+  if (exit_code != 0 && (config.data_parallel.replicas > 1 || stages_)) mpi_->session.abort(exit_code);
   return mpi_->session.broadcast_sleeping(exit_code, 0);
 #else
   return exit_code;

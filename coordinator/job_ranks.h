@@ -17,6 +17,7 @@
 
 #include "coordinator/config.h"
 #include "coordinator/gradient_exchange.h"
+#include "coordinator/host_stages.h"
 
 namespace devmap {
 
@@ -53,11 +54,16 @@ bool names_host(const std::string& name, const RankFacts& rank);
 // same protocol and build as rank 0; every rank resolved the same config;
 // one rank per host; the config's hosts, where it has a hosts section, are
 // exactly the ranks' hosts (without one, the hosts are those the launcher
-// gave); every device is on rank 0's host (devices on other hosts need cut
-// edges between hosts, not built yet); data_parallel.replicas, when above
-// 1, is the number of ranks (one replica per host). Each message names the
-// ranks and hosts concerned and what to do.
+// gave); data_parallel.replicas, when above 1, is the number of ranks (one
+// replica per host); no device is declared twice; devices on other hosts
+// than rank 0's (pipeline stages across hosts) come without
+// train.max_restarts. Each message names the ranks and hosts
+// concerned and what to do.
 std::optional<std::string> job_ranks_problem(const std::vector<RankFacts>& ranks, const Config& config, bool launched);
+
+// The rank whose host runs each device of the config (a device without a
+// host: rank 0's).
+std::map<std::string, int> device_ranks(const std::vector<RankFacts>& ranks, const Config& config);
 
 // This process's place in the job: rank 0 (or a process no launcher
 // started) drives it; other ranks wait for its end. Holds the MPI session
@@ -77,10 +83,17 @@ class JobRanks {
 
   bool drives_the_job() const { return rank_ == 0; }
   // Whether this rank runs `job` ("train", "predict", "calibrate"): rank 0
-  // always; every rank trains a data-parallel job, each its replica.
+  // always; every rank trains a data-parallel job, each its replica, and a
+  // job whose devices span hosts, each its host's devices.
   bool runs(const std::string& job, const Config& config) const {
-    return rank_ == 0 || (job == "train" && config.data_parallel.replicas > 1);
+    return rank_ == 0 || (job == "train" && (config.data_parallel.replicas > 1 || stages_));
   }
+  // A job whose devices span hosts: this rank's part; null otherwise.
+  const HostStages* stages() const { return stages_.get(); }
+  // Throws devmap::Error (kInvalidInput) on every rank when `job` cannot
+  // run across these hosts: only training runs devices on several hosts,
+  // and without measuring first (device_map `auto`, micro_batches `auto`).
+  void check_job(const std::string& job, const Config& config) const;
   // Sums a buffer over the ranks in rank order (MpiSession::
   // allreduce_sum_ordered, done when the returned test is first called);
   // with one rank, leaves it as it is.
@@ -92,16 +105,19 @@ class JobRanks {
 
   // Rank 0: hands the job's exit code to every rank. Other ranks: wait
   // (sleeping, not spinning) for it and return it. A rank of a
-  // data-parallel job whose own run failed (`exit_code` not 0) may have left
-  // the others inside a gradient exchange: it ends the whole job instead
+  // data-parallel job, or of one whose devices span hosts, whose own run
+  // failed (`exit_code` not 0) may have left the others inside a gradient
+  // exchange or waiting for its tensors: it ends the whole job instead
   // (MpiSession::abort) and does not return. Call once.
   int finish(int exit_code, const Config& config);
 
  private:
   struct Mpi;
   std::unique_ptr<Mpi> mpi_;
+  std::unique_ptr<HostStages> stages_;
   int rank_ = 0, size_ = 1;
   std::string where_;
+  std::string off_rank0_;  // "node2/cpu:0 on node2": a device on another host than rank 0's
 };
 
 }  // namespace devmap

@@ -50,8 +50,8 @@ int run_job(CommandLine& cl, Config& config, const TrainReplica& replica = {}) {
   return run_train(config, cl.run, replica);
 }
 
-// A data-parallel replica other than the first prints nothing while it
-// runs (replica 0 reports the job); its streams come back for its errors.
+// A rank other than the first prints nothing while it runs (rank 0 reports
+// the job); its streams come back for its errors.
 class QuietStreams {
  public:
   explicit QuietStreams(bool quiet) {
@@ -124,14 +124,15 @@ int main(int argc, char** argv) {
     // Every rank of a job across hosts agrees on the config and its hosts;
     // rank 0 runs the job and the others wait for its end.
     JobRanks ranks(&argc, &argv, config);
+    ranks.check_job(job_of(cl, config), config);
     int code = 0;
     if (ranks.runs(job_of(cl, config), config))
       code = exit_code_of([&] {
         QuietStreams quiet(!ranks.drives_the_job());
         try {
-          return run_job(
-              cl, config,
-              TrainReplica{ranks.rank(), static_cast<int>(config.data_parallel.replicas), ranks.start_sum()});
+          return run_job(cl, config,
+                         TrainReplica{ranks.rank(), static_cast<int>(config.data_parallel.replicas), ranks.start_sum(),
+                                      ranks.stages()});
         } catch (const Error& e) {
           if (ranks.size() == 1) throw;
           throw Error(e.kind(), ranks.where() + ": " + e.what());  // which host failed

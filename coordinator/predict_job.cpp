@@ -99,7 +99,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   // Slots are sized by what will be fed: never more than the input holds.
   const int64_t requested = std::min(po.batch > 0 ? po.batch : config.train.eval_batch_size, input.count());
 
-  Session session(config, options, graph, /*training=*/false, wanted, requested);
+  Session session(config, options, graph, SessionJob::infer(wanted, requested));
   // Prediction needs no whole batch at once: a batch that does not fit is
   // streamed as smaller ones, each written out as it arrives.
   const int64_t batch = session.memory().split.micro;

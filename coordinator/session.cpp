@@ -7,6 +7,7 @@
 #include <map>
 #include <thread>
 
+#include "coordinator/host_stages.h"
 #include "coordinator/signals.h"
 #include "coordinator/stale_runs.h"
 #include "coordinator/step_costs.h"
@@ -32,9 +33,10 @@ std::string find_worker_program(const RunOptions& options, DeviceKind kind) {
   return p.string();
 }
 
-void check_devices(const Config& config, const Partition& partition) {
+void check_devices(const Config& config, const Partition& partition, const HostStages* hosts) {
   int threads = 0;
   for (const std::string& name : partition.devices) {
+    if (hosts && !hosts->local(name)) continue;
     const DeviceSpec* d = config.find_device(name);
     if (d->kind == DeviceKind::kCpu) threads += d->threads;
   }
@@ -97,33 +99,41 @@ std::vector<int> external_ops(const Graph& graph, const std::vector<int>& output
   return ext;
 }
 
-Session::Session(const Config& config, const RunOptions& options, Graph graph, bool training, std::vector<int> outputs,
-                 int64_t batch, int64_t eval_batch)
+Session::Session(const Config& config, const RunOptions& options, Graph graph, SessionJob job)
     : swept_(sweep_stale_runs()),
       graph_(std::move(graph)),
-      program_(training ? build_training_program(graph_) : build_inference_program(graph_, outputs)),
+      program_(job.training ? build_training_program(graph_) : build_inference_program(graph_, job.outputs)),
       partition_(partition_program(graph_, program_)),
-      plan_inputs_(plan_inputs(config, graph_, program_, partition_, external_ops(graph_, outputs))),
+      plan_inputs_(plan_inputs(config, graph_, program_, partition_, external_ops(graph_, job.outputs))),
       memory_([&] {
-        JobMemory m = plan_run_memory_with_costs(config, options, plan_inputs_, batch, eval_batch, outputs);
+        JobMemory m = plan_run_memory_with_costs(config, options, plan_inputs_, job.batch, job.eval_batch, job.outputs);
         check_shared_memory(m.shared, config.path);
         return m;
       }()),
       layout_(InputLayout::for_graph(graph_, memory_.reserve, memory_.input_slots())),
-      output_layout_(InputLayout::for_nodes(graph_, outputs, memory_.reserve, memory_.input_slots())),
+      output_layout_(InputLayout::for_nodes(graph_, job.outputs, memory_.reserve, memory_.input_slots())),
       input_(ShmSegment::create(run_.segment_name("input"), layout_.total_bytes())) {
   const int64_t max_batch = memory_.reserve;
-  check_devices(config, partition_);
-  if (!outputs.empty())
+  const HostStages* hosts = job.hosts;
+  auto here = [hosts](const std::string& device) { return !hosts || hosts->local(device); };
+  check_devices(config, partition_, hosts);
+  if (!job.outputs.empty())
     output_ =
         std::make_unique<ShmSegment>(ShmSegment::create(run_.segment_name("output"), output_layout_.total_bytes()));
   std::string prefix = run_.segment_prefix();
-  for (const ChannelEdge& e : channel_edges(partition_, prefix, max_batch, "",
-                                            memory_.rounds ? memory_.pipeline.edge_slots : std::vector<int>{}))
-    edge_segments_.push_back(ShmSegment::create(e.segment, e.slot_bytes * e.slots));
+  // The rings of the edges that touch this host's devices (every edge on one host).
+  const std::vector<ChannelEdge> edges = channel_edges(
+      partition_, prefix, max_batch, "", memory_.rounds ? memory_.pipeline.edge_slots : std::vector<int>{});
+  for (const ChannelEdge& e : edges) {
+    bool touches = here(e.producer);
+    for (const std::string& c : e.consumers) touches = touches || here(c);
+    if (touches) edge_segments_.push_back(ShmSegment::create(e.segment, e.slot_bytes * e.slots));
+  }
+  if (hosts) relay_ = hosts->relay(edges, data_endpoints(partition_, run_.directory()));
 
   std::vector<WorkerLaunch> launches;
   for (const std::string& name : partition_.devices) {
+    if (!here(name)) continue;
     const DeviceSpec* d = config.find_device(name);
     WorkerLaunch l;
     l.program = find_worker_program(options, d->kind);
@@ -131,7 +141,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
     l.plan.threads = d->threads;
     l.plan.affinity = d->affinity;
     l.plan.seed = config.train.seed;
-    l.plan.training = training;
+    l.plan.training = job.training;
     l.plan.profile = options.profile;
     l.plan.optimizer = config.train.optimizer;
     l.plan.max_batch = max_batch;
@@ -141,7 +151,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
     }
     l.plan.memory_limit = d->memory_limit > 0 ? static_cast<uint64_t>(d->memory_limit) : 0;
     l.plan.graph = graph_;
-    l.plan.outputs = outputs;
+    l.plan.outputs = job.outputs;
     if (output_) {
       l.plan.output_segment = output_->name();
       l.plan.output_layout = output_layout_;
@@ -161,7 +171,10 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, b
     return estimate.seconds(samples, train);
   };
   group_ = std::make_unique<WorkerGroup>(run_, std::move(launches), policy, [] { return abort_requested(); });
+  if (hosts) group_->set_hosts(hosts, relay_.get());
 }
+
+Session::~Session() = default;
 
 void Session::start() {
   group_->start(startup_timeout_);

@@ -19,17 +19,47 @@
 
 namespace devmap {
 
+class EdgeRelay;
+class HostStages;
+
+// What a session runs: a training program, or an inference program
+// computing `outputs`, at `batch` samples (and `eval_batch` when training
+// evaluates).
+struct SessionJob {
+  bool training = false;
+  std::vector<int> outputs;
+  int64_t batch = 0;
+  int64_t eval_batch = 0;
+  // A job whose devices span hosts: this rank's part (host_stages.h); the
+  // session then runs this host's devices only. Null: every device here.
+  const HostStages* hosts = nullptr;
+
+  static SessionJob train(int64_t batch, int64_t eval_batch = 0, const HostStages* hosts = nullptr) {
+    SessionJob j;
+    j.training = true;
+    j.batch = batch;
+    j.eval_batch = eval_batch;
+    j.hosts = hosts;
+    return j;
+  }
+  static SessionJob infer(std::vector<int> outputs, int64_t batch) {
+    SessionJob j;
+    j.outputs = std::move(outputs);
+    j.batch = batch;
+    return j;
+  }
+};
+
 class Session {
  public:
   // Plans the job over `graph` (the config's, or one with ops added for the
-  // job): a training program, or an inference program computing `outputs`;
-  // then the partition and the memory plan, which splits `batch` (and
-  // `eval_batch`, when training evaluates) into micro-batches that fit the
-  // devices' budgets, and the segment sizes. Creates the segments; start()
-  // launches the workers. Throws devmap::Error before creating anything
-  // when a budget cannot be met.
-  Session(const Config& config, const RunOptions& options, Graph graph, bool training, std::vector<int> outputs,
-          int64_t batch, int64_t eval_batch = 0);
+  // job): its program, then the partition and the memory plan, which splits
+  // the job's batch into micro-batches that fit the devices' budgets, and
+  // the segment sizes. Creates the segments (and, across hosts, the relay);
+  // start() launches the workers. Throws devmap::Error before creating
+  // anything when a budget cannot be met.
+  Session(const Config& config, const RunOptions& options, Graph graph, SessionJob job);
+  ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   void start();
@@ -57,6 +87,7 @@ class Session {
   ShmSegment input_;
   std::unique_ptr<ShmSegment> output_;
   std::vector<ShmSegment> edge_segments_;
+  std::unique_ptr<EdgeRelay> relay_;  // before group_: the group pumps it
   std::unique_ptr<WorkerGroup> group_;
   std::chrono::milliseconds startup_timeout_{60000};  // faults.startup_timeout
 };
@@ -68,7 +99,8 @@ std::string find_worker_program(const RunOptions& options, DeviceKind kind);
 
 // Checks that every device the partition uses can run here; warns on
 // stderr when the workers' threads add up to more than the machine's cores.
-void check_devices(const Config& config, const Partition& partition);
+// `hosts`: only this host's devices count (null: all).
+void check_devices(const Config& config, const Partition& partition, const HostStages* hosts = nullptr);
 
 // The ops the coordinator's segments hold: every input op, and `outputs`.
 std::vector<int> external_ops(const Graph& graph, const std::vector<int>& outputs);

@@ -133,7 +133,7 @@ class Trainer {
                     "has none or at least " +
                     std::to_string(replica_.count));
     resolve_schedule();
-    if (options.resume) {
+    if (options.resume && reads_checkpoints()) {
       if (store_.list().empty())
         throw_invalid("--resume: there is no checkpoint at " + store_.path() + " to resume from (" +
                       checkpoint_origin() + ")");
@@ -245,7 +245,7 @@ class Trainer {
 
   int attempt(bool resume) {
     const bool first = attempts_++ == 0;
-    Session session(config_, options_, graph_, /*training=*/true, {}, tc_.batch_size, tc_.eval_batch_size);
+    Session session(config_, options_, graph_, SessionJob::train(tc_.batch_size, tc_.eval_batch_size, replica_.hosts));
     if (first && options_.log_placement) log_placement(config_, session.partition(), tc_.batch_size, std::cerr);
     const JobMemory& memory = session.memory();
     if (first) {
@@ -448,8 +448,16 @@ class Trainer {
     return 128 + sig;
   }
 
+  // Whether this rank reads the checkpoint files: every replica of a
+  // data-parallel job does; of a job across hosts, rank 0 does and sends
+  // the other hosts their tensors.
+  bool reads_checkpoints() const { return replica_.writes_outputs() || !replica_.hosts; }
+
   void save(WorkerGroup& group) {
     if (!replica_.writes_outputs()) {  // replica 0 writes the job's checkpoints
+      // Across hosts, this host's tensors go to rank 0's file.
+      if (replica_.hosts)
+        save_checkpoint(group, graph_, tc_.optimizer, "", TrainingState{step_, epochs_done_, tc_.seed});
       last_saved_step_ = step_;
       return;
     }
@@ -482,7 +490,7 @@ class Trainer {
   // workers; the data order and dropout masks follow from (seed, epoch,
   // step), so the run continues as if it had never stopped.
   void resume_from_checkpoint(WorkerGroup& group) {
-    std::optional<CheckpointFiles> c = store_.latest_valid(std::cerr);
+    std::optional<CheckpointFiles> c = reads_checkpoints() ? store_.latest_valid(std::cerr) : CheckpointFiles{};
     if (!c) throw_invalid("--resume: no checkpoint at " + store_.path() + " (train.checkpoint) is whole; see above");
     TrainingState state = load_checkpoint(group, graph_, tc_.optimizer, c->weights);
     if (state.seed != tc_.seed)

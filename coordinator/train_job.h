@@ -9,13 +9,19 @@
 
 namespace devmap {
 
-// This process's replica of a data-parallel job (data_parallel.replicas):
-// replica 0 writes the run's outputs (metrics, checkpoints); the others
-// train their share of each step and write nothing. `start_sum` sums a
-// buffer over the replicas (GradientExchange::StartSum); unset with one.
+class HostStages;
+
+// This process's part of a job across hosts. A data-parallel job
+// (data_parallel.replicas): replica 0 writes the run's outputs (metrics,
+// checkpoints); the others train their share of each step and write
+// nothing. `start_sum` sums a buffer over the replicas
+// (GradientExchange::StartSum); unset with one. A job whose devices span
+// hosts: `hosts` is this rank's part (host_stages.h), and rank 0 writes the
+// outputs.
 struct TrainReplica {
   int rank = 0, count = 1;
   GradientExchange::StartSum start_sum;
+  const HostStages* hosts = nullptr;
   bool writes_outputs() const { return rank == 0; }
 };
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "coordinator/host_stages.h"
 #include "core/error.h"
 #include "transport/step_report.h"
 
@@ -103,8 +104,12 @@ void WorkerGroup::send_to(Worker& w, const std::string& frame, const std::string
 PeerMessage WorkerGroup::await(const std::string& waiting_for) {
   auto last_watch = Clock::now();
   for (;;) {
+    // A relay's tensors move only while it is pumped (MPI progresses inside
+    // its calls): it is polled every 100 µs.
+    const bool relaying = relay_ && relay_->pump();
     const bool side_busy = side_.progress && side_.progress();
-    auto m = server_->recv(milliseconds(side_busy ? 1 : 50));
+    auto m = server_->recv(milliseconds(relaying ? 0 : side_busy ? 1 : 50));
+    if (!m && relaying) std::this_thread::sleep_for(std::chrono::microseconds(100));
     if (m && m->peer.ends_with(kWatchdogSuffix)) {
       if (m->message.type != wire::MsgType::kHeartbeat) continue;
       Worker& w = by_peer(m->peer.substr(0, m->peer.size() - kWatchdogSuffix.size()));
@@ -320,6 +325,11 @@ StepResult WorkerGroup::collect() {
   busy_.add_step(std::chrono::duration<double>(now - std::max(f.sent, last_collected_)).count());
   last_collected_ = now;
   if (trace_ && (f.step.flags & wire::kTrace)) trace_->add_coordinator("wait", wait_from, trace_now_ns(), f.step);
+  if (hosts_)
+    hosts_->combine(f.result, [this] {
+      if (relay_) relay_->pump();
+      std::this_thread::sleep_for(std::chrono::microseconds(50));  // the other hosts' steps take milliseconds
+    });
   return std::move(f.result);
 }
 

@@ -34,6 +34,9 @@
 
 namespace devmap {
 
+class EdgeRelay;
+class HostStages;
+
 struct WorkerLaunch {
   std::string program;  // path of worker_cpu / worker_gpu
   WorkerPlan plan;
@@ -118,6 +121,16 @@ class WorkerGroup {
   };
   void set_side_work(SideWork work) { side_ = std::move(work); }
 
+  // A job whose devices span hosts (host_stages.h): this group runs this
+  // host's workers; `relay` (null: no edge crosses to this host) is pumped
+  // while the group waits, and each collected step's result is combined
+  // with the other hosts' (HostStages::combine) before collect() returns it.
+  void set_hosts(const HostStages* hosts, EdgeRelay* relay) {
+    hosts_ = hosts;
+    relay_ = relay;
+  }
+  const HostStages* hosts() const { return hosts_; }
+
   // Sends each listed worker its frame and waits until each has answered
   // with `reply` (a worker's ERROR or death ends the wait with an Error);
   // `expected_seconds` is how long the work should take (file I/O).
@@ -158,6 +171,8 @@ class WorkerGroup {
   std::deque<InFlight> in_flight_;  // oldest first
   std::chrono::steady_clock::time_point last_collected_;  // when collect() last returned
   SideWork side_;
+  const HostStages* hosts_ = nullptr;
+  EdgeRelay* relay_ = nullptr;
   DeviceBusy busy_;
   TraceLog* trace_ = nullptr;
   zmq::context_t ctx_;

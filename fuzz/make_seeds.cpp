@@ -92,8 +92,10 @@ void wire_seeds(const std::string& plan) {
   wire::copy_name(rec.name, "conv1");
   body.append(reinterpret_cast<const char*>(&rec), sizeof rec);
   write("wire_message", "bye", wire::frame(wire::MsgType::kBye, std::string_view(body)));
-  write("wire_message", "tensor_ready", wire::frame(wire::MsgType::kTensorReady, wire::TensorHandle{0, 1, 3, 0, 0}));
-  write("wire_message", "slot_release", wire::frame(wire::MsgType::kSlotRelease, wire::TensorHandle{0, 1, 3, 0, 0}));
+  write("wire_message", "tensor_ready",
+        wire::frame(wire::MsgType::kTensorReady, wire::TensorHandle{0, 1, 3, 0, 0, 64}));
+  write("wire_message", "slot_release",
+        wire::frame(wire::MsgType::kSlotRelease, wire::TensorHandle{0, 1, 3, 0, 0, 64}));
   ParamsIo io;
   io.path = "/tmp/w.safetensors.tmp";
   io.entries = {{"fc1.weight", 128, 64}, {"fc1.bias", 192, 16}};

@@ -49,7 +49,10 @@ fi
 # --hosts: one rank per host, each running this script with the same build.
 command -v mpirun >/dev/null || die "mpirun is not installed (scripts/setup.sh installs openmpi-bin)"
 count=$(tr ',' '\n' <<<"$hosts" | wc -l)
-line=(mpirun --host "$hosts" -np "$count" --map-by node)
+# --bind-to none: a rank is a coordinator that starts its host's workers, and
+# a worker pins its own threads (devices.*.affinity); bound to one core, as
+# mpirun binds 2 ranks by default, every worker of the host would share it.
+line=(mpirun --host "$hosts" -np "$count" --map-by node --bind-to none)
 [[ $(id -u) -ne 0 ]] || line+=(--allow-run-as-root)
 # Ranks talk over TCP only (no shared-memory transport between them).
 line+=(--mca btl "tcp,self")

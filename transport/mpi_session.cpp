@@ -125,11 +125,25 @@ void MpiSession::allreduce_sum_ordered(float* data, size_t count) const {
 }
 
 std::vector<std::string> MpiSession::allgather(const std::string& mine) const {
+  return allgather_while(mine, {});
+}
+
+std::vector<std::string> MpiSession::allgather_while(const std::string& mine, const std::function<void()>& pump) const {
   if (mine.size() > static_cast<size_t>(INT_MAX)) throw_runtime("MPI: allgather of a string over 2 GiB");
+  auto wait = [&](MPI_Request& request, const char* what) {
+    for (int done = 0;;) {
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
+      if (done) return;
+      if (pump) pump();
+    }
+  };
   const size_t n = static_cast<size_t>(size_);
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(n), offsets(n);
-  check(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather (lengths)");
+  MPI_Request request;
+  check(MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD, &request),
+        "MPI_Iallgather (lengths)");
+  wait(request, "MPI_Test (allgather lengths)");
   size_t total = 0;
   for (size_t r = 0; r < n; ++r) {
     offsets[r] = static_cast<int>(total);
@@ -137,12 +151,40 @@ std::vector<std::string> MpiSession::allgather(const std::string& mine) const {
     if (total > static_cast<size_t>(INT_MAX)) throw_runtime("MPI: allgather of strings over 2 GiB in all");
   }
   std::string all(total, '\0');
-  check(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-                       MPI_COMM_WORLD),
-        "MPI_Allgatherv (strings)");
+  check(MPI_Iallgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+                        MPI_COMM_WORLD, &request),
+        "MPI_Iallgatherv (strings)");
+  wait(request, "MPI_Test (allgather strings)");
   std::vector<std::string> out(n);
   for (size_t r = 0; r < n; ++r) out[r] = all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r]));
   return out;
+}
+
+void MpiSession::send_bytes(const void* data, size_t bytes, int dest, int tag) const {
+  check_tag(tag);
+  const char* p = static_cast<const char*>(data);
+  for (size_t at = 0; at < bytes || at == 0; at += kMaxChunk) {
+    int count = static_cast<int>(std::min(kMaxChunk, bytes - at));
+    check(MPI_Send(p + at, count, MPI_BYTE, dest, tag, MPI_COMM_WORLD), "MPI_Send (bytes)");
+    if (bytes == 0) break;
+  }
+}
+
+void MpiSession::recv_bytes(void* data, size_t bytes, int source, int tag) const {
+  check_tag(tag);
+  char* p = static_cast<char*>(data);
+  for (size_t at = 0; at < bytes || at == 0; at += kMaxChunk) {
+    const int count = static_cast<int>(std::min(kMaxChunk, bytes - at));
+    MPI_Status status;
+    check(MPI_Recv(p + at, count, MPI_BYTE, source, tag, MPI_COMM_WORLD, &status), "MPI_Recv (bytes)");
+    int got = 0;
+    MPI_Get_count(&status, MPI_BYTE, &got);
+    if (got != count)
+      throw_runtime("MPI: rank " + std::to_string(source) + " sent " + std::to_string(got) + " bytes (tag " +
+                    std::to_string(tag) + ") where rank " + std::to_string(rank_) + " expects " +
+                    std::to_string(count));
+    if (bytes == 0) break;
+  }
 }
 
 int MpiSession::broadcast_sleeping(int value, int root) const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,15 @@ class MpiSession {
 
   // Every rank's `mine`, in rank order, on every rank. Collective.
   std::vector<std::string> allgather(const std::string& mine) const;
+  // The same, started non-blocking: `pump` is called between tests of the
+  // request (every 50 µs or so), so a rank can move other messages (a
+  // relay's) while it waits for the slowest rank.
+  std::vector<std::string> allgather_while(const std::string& mine, const std::function<void()>& pump) const;
+
+  // Bytes to and from one rank (blocking, any size: sent in chunks of
+  // 1 GiB). Tags as for send_tensor.
+  void send_bytes(const void* data, size_t bytes, int dest, int tag) const;
+  void recv_bytes(void* data, size_t bytes, int source, int tag) const;
 
   // Rank `root`'s `value` on every rank. Collective. A rank waits by testing
   // the request every few milliseconds and sleeping in between, so a rank

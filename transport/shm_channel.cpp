@@ -118,7 +118,7 @@ void ShmChannel::send(int edge, int64_t step, int micro) {
   EdgeState& st = state(edge);
   if (st.acquired_step != step || st.acquired_micro != micro)
     throw_runtime("send of edge " + std::to_string(edge) + " without acquire");
-  wire::TensorHandle h{static_cast<uint32_t>(edge), st.acquired_slot, step, micro, 0};
+  wire::TensorHandle h{static_cast<uint32_t>(edge), st.acquired_slot, step, micro, 0, st.acquired_bytes};
   st.outstanding[st.acquired_slot] = static_cast<int>(st.edge.consumers.size());
   for (const std::string& c : st.edge.consumers) push(c, wire::MsgType::kTensorReady, h);
   ++st.next;
@@ -152,7 +152,7 @@ void ShmChannel::release(int64_t step, int micro) {
     }
     EdgeState& st = state(held.edge);
     push(st.edge.producer, wire::MsgType::kSlotRelease,
-         wire::TensorHandle{static_cast<uint32_t>(held.edge), held.slot, step, held.micro, 0});
+         wire::TensorHandle{static_cast<uint32_t>(held.edge), held.slot, step, held.micro, 0, 0});
   }
   held_ = std::move(kept);
 }

@@ -19,7 +19,7 @@ namespace devmap::wire {
 constexpr uint32_t kMagic = 0x50414d44;  // "DMAP" little-endian
 // Bumped whenever a message's layout or meaning changes; HELLO carries it
 // and a mismatch ends the handshake with an error.
-constexpr uint32_t kProtocolVersion = 8;
+constexpr uint32_t kProtocolVersion = 9;
 
 enum class MsgType : uint32_t {
   kHello = 1,     // worker -> coordinator: Hello
@@ -182,8 +182,9 @@ struct TensorHandle {
   int64_t step;
   int32_t micro;  // micro-batch within the step
   uint32_t reserved;
+  uint64_t bytes;  // TENSOR_READY: the bytes of the slot the tensor fills (a relay between hosts sends those)
 };
-static_assert(sizeof(TensorHandle) == 24 && std::is_trivially_copyable_v<TensorHandle>);
+static_assert(sizeof(TensorHandle) == 32 && std::is_trivially_copyable_v<TensorHandle>);
 
 // Builds one frame: header + body.
 std::string frame(MsgType type, std::string_view body);

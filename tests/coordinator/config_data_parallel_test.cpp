@@ -42,6 +42,24 @@ TEST(DataParallel, GradientsAreLaidOutInBackwardOrder) {
   EXPECT_EQ(entries[0].count + entries[1].count, 16u * 3 + 3);
 }
 
+// The default 4 MiB cuts the reference CNN's gradients in two: the
+// logits' and fc1's weights (12.3 MiB: the bucket closes after them), then
+// fc1's bias and the convolutions'.
+TEST(DataParallel, TheDefaultBucketSizeCutsTheReferenceModelInTwo) {
+  const Config c = load_config(std::string(DEVMAP_SOURCE_DIR) + "/configs/fashion_mnist_cnn.yaml");
+  const auto entries = GradientExchange::layout(c.graph);
+  const auto spans = GradientExchange::buckets(entries, c.data_parallel.bucket_size);
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].offset, 0u);
+  EXPECT_EQ(spans[1].offset, spans[0].count);
+  EXPECT_EQ(spans[0].count + spans[1].count, 3274634u);
+  EXPECT_EQ(entries[spans[1].first - 1].name, "fc1.weight.grad");
+  EXPECT_EQ(entries[spans[1].first].name, "fc1.bias.grad");
+  EXPECT_EQ(spans[1].end, entries.size());
+  // A bucket closes once full: 1 byte buckets hold one gradient each.
+  EXPECT_EQ(GradientExchange::buckets(entries, 1).size(), entries.size());
+}
+
 TEST(DataParallel, EachReplicaNeedsSamplesAndTheWholeMapOfItsHost) {
   EXPECT_EQ(err("data_parallel: {replicas: 0}\n"),
             "a.yaml:8:27: data_parallel.replicas must be between 1 and 64, got 0");

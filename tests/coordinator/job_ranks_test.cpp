@@ -121,12 +121,20 @@ TEST(JobRanks, TheRanksMustBeTheConfigsHostsOneEach) {
   EXPECT_EQ(problem({facts("node1", local), facts("node2", local)}, local), "(none)");
 }
 
-TEST(JobRanks, DevicesOnAnotherHostThanTheCoordinatorsAreNotBuiltYet) {
-  const Config c = two_host_config("devices: {node1/cpu:0: {}, node2/cpu:0: {}}\n");
-  EXPECT_EQ(problem({facts("node1", c), facts("node2", c)}, c),
-            "a.yaml:9:28: devices: device 'node2/cpu:0' is on node2, but the job's coordinator (rank 0) runs on "
-            "node1: devices on other hosts than the coordinator's are not built yet (cut edges and data-parallel "
-            "replicas between hosts); place every device on node1");
+TEST(JobRanks, DevicesOnOtherHostsAreStagesOfOneJobOnTheirHostsRanks) {
+  const Config c = two_host_config("devices: {node1/cpu:0: {}, node2/cpu:0: {}, cpu:1: {}}\n");
+  const std::vector<RankFacts> ranks{facts("node1", c), facts("node2", c)};
+  EXPECT_EQ(problem(ranks, c), "(none)");
+  EXPECT_EQ(device_ranks(ranks, c), (std::map<std::string, int>{{"cpu:1", 0}, {"node1/cpu:0", 0}, {"node2/cpu:0", 1}}));
+  // The ranks in another order: the map follows the hosts, not the order.
+  EXPECT_EQ(device_ranks({facts("node2", c), facts("node1", c)}, c).at("node2/cpu:0"), 0);
+  const Config restarts =
+      load_config_text(kMinimalModel + "hosts: [node1, node2]\ndevices: {node1/cpu:0: {}, node2/cpu:0: {}}\n", "a.yaml",
+                       {"train.max_restarts=2"});
+  EXPECT_EQ(problem(ranks, restarts),
+            "a.yaml:8:1: train.max_restarts 2 with devices on several hosts (node2/cpu:0 is on node2): one host "
+            "restarting its workers alone would leave the others mid-step; set it to 0 and resume with --resume "
+            "instead");
 }
 
 TEST(JobRanks, DataParallelReplicasAreOnePerRank) {

@@ -127,7 +127,8 @@ TEST_F(JobAcrossHosts, TwoRanksTrainTheBitsOfTheSameJobOnOneMachineWithOrWithout
       launch(shared_ + "/hosted.yaml", {"--set", "train.checkpoint=" + shared_ + "/hosted.safetensors"});
   ASSERT_EQ(hosted.exit_code, 0) << hosted.err;
   // launch.sh printed the mpirun line it ran: one rank per host, TCP only.
-  EXPECT_TRUE(contains(hosted.err, "launch.sh: mpirun --host node1,node2 -np 2 --map-by node")) << hosted.err;
+  EXPECT_TRUE(contains(hosted.err, "launch.sh: mpirun --host node1,node2 -np 2 --map-by node --bind-to none"))
+      << hosted.err;
   EXPECT_TRUE(contains(hosted.err, "--mca btl tcp,self --mca btl_tcp_if_include eth0")) << hosted.err;
   EXPECT_TRUE(contains(hosted.out, "device busy: node1/cpu:0 ")) << hosted.out;
   ProcessResult local = run_here("local.yaml", {"--set", "train.checkpoint=" + shared_ + "/local.safetensors"});
@@ -366,6 +367,76 @@ TEST_F(JobAcrossHosts, TwoReplicasTrainTheLossesOfOneMachineAndRepeatTheirBits) 
   // node2 sent its share of every step's gradients (3.27 M floats) through eth0.
   EXPECT_GE(after.second - before.second, uint64_t{50} * 3274634 * 4 / 2);
   EXPECT_EQ(devmap_processes("node1") + devmap_processes("node2"), "");
+}
+
+}  // namespace
+}  // namespace devmap::testing
+
+namespace devmap::testing {
+namespace {
+
+// configs/fashion_mnist_cnn_split.yaml with its convolutions (cpu:0) on
+// node1 and its dense layers (cpu:1) on node2.
+std::string split_across_hosts() {
+  std::string text = read_file(std::string(DEVMAP_SOURCE_DIR) + "/configs/fashion_mnist_cnn_split.yaml");
+  text = std::regex_replace(text, std::regex("\\bcpu:1\\b"), "node2/cpu:1");
+  text = std::regex_replace(text, std::regex("([^/\\w])cpu:0\\b"), "$1node1/cpu:0");
+  return "hosts: [node1, node2]\n" + text;
+}
+
+// Pipeline stages across hosts: the split CNN's cut edges (pool2 forward,
+// its gradient back) cross from node1 to node2 and back through MPI, four
+// 1F1B micro-batches a step, and training gives the bits of the same split
+// on one machine; a job stopped after 10 steps resumes to them too, node2's
+// parameters coming from rank 0's checkpoint.
+TEST_F(JobAcrossHosts, PipelineStagesOnTwoHostsTrainTheBitsOfTheSameSplitOnOneHost) {
+  write_file(shared_ + "/hosted.yaml", split_across_hosts());
+  const std::vector<std::string> job{"--set",       "data.train_limit=1280",
+                                     "--set",       "data.test_limit=512",
+                                     "--set",       "train.epochs=1",
+                                     "--set",       "train.pipeline={schedule: 1f1b, micro_batches: 4}",
+                                     "--log-every", "1"};
+  auto with = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args = job;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--set", "train.checkpoint=" + shared_ + "/" + name + ".safetensors", "--metrics",
+                             shared_ + "/" + name + ".jsonl"});
+    return args;
+  };
+  const auto before = bytes("node2");
+  ProcessResult hosted = launch(shared_ + "/hosted.yaml", with("hosted", {}));
+  const auto after = bytes("node2");
+  ASSERT_EQ(hosted.exit_code, 0) << hosted.err;
+  EXPECT_TRUE(contains(hosted.err, "training " + shared_ + "/hosted.yaml on node1/cpu:0 (1 thread), node2/cpu:1"))
+      << hosted.err;
+  ProcessResult local =
+      run_here(std::string(DEVMAP_SOURCE_DIR) + "/configs/fashion_mnist_cnn_split.yaml", with("local", {}));
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const std::vector<double> losses = step_losses(shared_ + "/hosted.jsonl");
+  ASSERT_EQ(losses.size(), 20u);
+  EXPECT_EQ(losses, step_losses(shared_ + "/local.jsonl"));
+  EXPECT_EQ(hosted.out.substr(0, hosted.out.find('\n')), local.out.substr(0, local.out.find('\n')));
+  const std::string weights = read_file(shared_ + "/hosted.safetensors");
+  EXPECT_GT(weights.size(), 1000000u);
+  EXPECT_TRUE(weights == read_file(shared_ + "/local.safetensors"));
+  EXPECT_TRUE(read_file(shared_ + "/hosted.state.safetensors") == read_file(shared_ + "/local.state.safetensors"));
+  // Every step's activations of pool2 (64 x 3136 floats) came into node2
+  // through eth0, and their gradients went back; fc1's 3.2 M weights came
+  // out of it twice (weights and momentum) for the checkpoint.
+  const uint64_t per_step = uint64_t{64} * 3136 * 4;
+  EXPECT_GE(after.first - before.first, 20 * per_step);
+  EXPECT_GE(after.second - before.second, 20 * per_step + 2 * uint64_t{3136} * 1024 * 4);
+
+  // Stopped after 10 steps, then resumed: rank 0 reads the checkpoint and
+  // sends node2 its layers' weights and momentum.
+  ProcessResult first = launch(shared_ + "/hosted.yaml", with("resumed", {"--set", "train.max_steps=10"}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ProcessResult rest = launch(shared_ + "/hosted.yaml", with("resumed", {"--resume"}));
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  EXPECT_TRUE(read_file(shared_ + "/resumed.safetensors") == weights);
+  EXPECT_EQ(devmap_processes("node1") + devmap_processes("node2"), "");
+  EXPECT_EQ(in_host("node1", "ls -A /dev/shm").out + in_host("node2", "ls -A /dev/shm /tmp | grep -c devmap; true").out,
+            "0\n");
 }
 
 }  // namespace
