@@ -22,17 +22,9 @@ int payload_tag(int edge) {
   return kRelayTagBase + 2 * edge + 1;
 }
 
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw_runtime(std::string("MPI: ") + what + " failed: " + std::string(text, static_cast<size_t>(len)));
-}
-
 bool completed(MPI_Request (&requests)[2], const char* what) {
   int done = 0;
-  check(MPI_Testall(2, requests, &done, MPI_STATUSES_IGNORE), what);
+  check_mpi(MPI_Testall(2, requests, &done, MPI_STATUSES_IGNORE), what);
   return done != 0;
 }
 
@@ -208,12 +200,12 @@ class MpiEdgeRelay final : public EdgeRelay {
                       " is larger than its slots");
       out = &route->queue.emplace_back();
       out->handle = h;
-      check(MPI_Isend(&out->handle, sizeof out->handle, MPI_BYTE, route->rank, header_tag(ce.id), MPI_COMM_WORLD,
-                      &out->requests[0]),
-            "MPI_Isend (relay handle)");
-      check(MPI_Isend(st.slot(h.slot), static_cast<int>(h.bytes), MPI_BYTE, route->rank, payload_tag(ce.id),
-                      MPI_COMM_WORLD, &out->requests[1]),
-            "MPI_Isend (relay tensor)");
+      check_mpi(MPI_Isend(&out->handle, sizeof out->handle, MPI_BYTE, route->rank, header_tag(ce.id), MPI_COMM_WORLD,
+                          &out->requests[0]),
+                "MPI_Isend (relay handle)");
+      check_mpi(MPI_Isend(st.slot(h.slot), static_cast<int>(h.bytes), MPI_BYTE, route->rank, payload_tag(ce.id),
+                          MPI_COMM_WORLD, &out->requests[1]),
+                "MPI_Isend (relay tensor)");
       ++stats_.tensors_sent;
       stats_.bytes_sent += h.bytes;
     }
@@ -246,12 +238,12 @@ class MpiEdgeRelay final : public EdgeRelay {
       if (st.incoming.size() >= ce.slots || st.outstanding[slot] > 0) return;
       Incoming& in = st.incoming.emplace_back();
       in.slot = slot;
-      check(MPI_Irecv(&in.header, sizeof in.header, MPI_BYTE, st.plan.producer_rank, header_tag(ce.id), MPI_COMM_WORLD,
-                      &in.requests[0]),
-            "MPI_Irecv (relay handle)");
-      check(MPI_Irecv(st.slot(slot), static_cast<int>(ce.slot_bytes), MPI_BYTE, st.plan.producer_rank,
-                      payload_tag(ce.id), MPI_COMM_WORLD, &in.requests[1]),
-            "MPI_Irecv (relay tensor)");
+      check_mpi(MPI_Irecv(&in.header, sizeof in.header, MPI_BYTE, st.plan.producer_rank, header_tag(ce.id),
+                          MPI_COMM_WORLD, &in.requests[0]),
+                "MPI_Irecv (relay handle)");
+      check_mpi(MPI_Irecv(st.slot(slot), static_cast<int>(ce.slot_bytes), MPI_BYTE, st.plan.producer_rank,
+                          payload_tag(ce.id), MPI_COMM_WORLD, &in.requests[1]),
+                "MPI_Irecv (relay tensor)");
       ++st.next;
     }
   }

@@ -14,6 +14,10 @@
 
 namespace devmap {
 
+// Throws devmap::Error (kRuntime) "MPI: <what> failed: <MPI's text>" unless
+// `rc` is MPI_SUCCESS (0).
+void check_mpi(int rc, const char* what);
+
 class MpiSession {
  public:
   // Initialises MPI (MPI_THREAD_FUNNELED: only the thread that made the

@@ -113,6 +113,16 @@ class JobAcrossHosts : public TestbedSuite {
         .out;
   }
 
+  // `job` and `extra`, then the checkpoint and metrics of run `name` in the
+  // shared folder.
+  std::vector<std::string> outputs_named(const std::string& name, std::vector<std::string> job,
+                                         const std::vector<std::string>& extra) const {
+    job.insert(job.end(), extra.begin(), extra.end());
+    job.insert(job.end(), {"--set", "train.checkpoint=" + shared_ + "/" + name + ".safetensors", "--metrics",
+                           shared_ + "/" + name + ".jsonl"});
+    return job;
+  }
+
   // `message`: what stderr must say about it.
   void kill_on_node2_and_expect_the_job_gone(BackgroundProcess& job, const std::string& first_checkpoint,
                                              const std::string& pattern, const std::string& message) const;
@@ -297,12 +307,8 @@ TEST_F(JobAcrossHosts, TwoReplicasTrainTheLossesOfOneMachineAndRepeatTheirBits) 
                                      "--set",       "data.test_limit=256",
                                      "--set",       "train.epochs=1",
                                      "--log-every", "1"};
-  auto with = [&](const std::string& name, std::vector<std::string> extra) {
-    std::vector<std::string> args = job;
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.insert(args.end(), {"--set", "train.checkpoint=" + shared_ + "/" + name + ".safetensors", "--metrics",
-                             shared_ + "/" + name + ".jsonl"});
-    return args;
+  auto with = [&](const std::string& name, const std::vector<std::string>& extra) {
+    return outputs_named(name, job, extra);
   };
   const std::vector<std::string> replicas{"--set", "data_parallel.replicas=2"};
   const auto before = bytes("node2");
@@ -396,12 +402,8 @@ TEST_F(JobAcrossHosts, PipelineStagesOnTwoHostsTrainTheBitsOfTheSameSplitOnOneHo
                                      "--set",       "train.epochs=1",
                                      "--set",       "train.pipeline={schedule: 1f1b, micro_batches: 4}",
                                      "--log-every", "1"};
-  auto with = [&](const std::string& name, std::vector<std::string> extra) {
-    std::vector<std::string> args = job;
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.insert(args.end(), {"--set", "train.checkpoint=" + shared_ + "/" + name + ".safetensors", "--metrics",
-                             shared_ + "/" + name + ".jsonl"});
-    return args;
+  auto with = [&](const std::string& name, const std::vector<std::string>& extra) {
+    return outputs_named(name, job, extra);
   };
   const auto before = bytes("node2");
   ProcessResult hosted = launch(shared_ + "/hosted.yaml", with("hosted", {}));
