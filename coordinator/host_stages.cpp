@@ -17,7 +17,14 @@ static_assert(std::is_trivially_copyable_v<ResultHead>);
 
 template <typename T>
 void append(std::string& out, const T* items, size_t n) {
-  out.append(reinterpret_cast<const char*>(items), n * sizeof(T));
+  if (n > 0) out.append(reinterpret_cast<const char*>(items), n * sizeof(T));
+}
+
+// Copies `v.size()` items from `at` into `v`; returns the end of what it read.
+template <typename T>
+const char* take(std::vector<T>& v, const char* at) {
+  if (!v.empty()) std::memcpy(v.data(), at, v.size() * sizeof(T));
+  return at + v.size() * sizeof(T);
 }
 
 }  // namespace
@@ -45,10 +52,7 @@ StepResult decode_step_result(const std::string& bytes) {
   r.compute_seconds = head.compute_seconds;
   r.param_stats.resize(head.param_stats);
   r.micro.resize(head.micro);
-  const char* at = bytes.data() + sizeof head;
-  std::memcpy(r.param_stats.data(), at, r.param_stats.size() * sizeof(wire::ParamStat));
-  at += r.param_stats.size() * sizeof(wire::ParamStat);
-  std::memcpy(r.micro.data(), at, r.micro.size() * sizeof(wire::MicroResult));
+  take(r.micro, take(r.param_stats, bytes.data() + sizeof head));
   return r;
 }
 
