@@ -63,32 +63,40 @@ void params_io(WorkerGroup& workers, const std::vector<ParamRef>& tensors, const
                   std::string("the workers to ") + (op == ParamsIo::Op::kSave ? "write " : "read ") + path);
 }
 
-// A job across hosts: the tensors of other hosts' devices move between
-// byte ranges of `path` here and the same ranges of the holder's scratch
-// file, in the tensors' order (rank 0's side).
+// A job across hosts: tensors move between byte ranges of the open file
+// `fd` (named `path`) and another rank, in the tensors' order. Rank 0 moves
+// the other hosts' tensors (each with its host's rank); another rank moves
+// its own host's, with rank 0. kToFile: received and written; kFromFile:
+// read and sent.
 enum class RangeDirection { kToFile, kFromFile };
+void move_ranges(const HostStages& hosts, const std::vector<ParamRef>& tensors, const SafetensorsLayout& layout, int fd,
+                 const std::string& path, RangeDirection direction) {
+  std::vector<char> buf;
+  for (const ParamRef& t : tensors) {
+    if (hosts.local(t.device) == (hosts.rank() == 0)) continue;
+    const int peer = hosts.rank() == 0 ? hosts.rank_of(t.device) : 0;
+    const SafetensorsEntry* e = layout.find(t.name);
+    buf.resize(e->end - e->begin);
+    const off_t at = static_cast<off_t>(layout.data_start + e->begin);
+    if (direction == RangeDirection::kToFile) {
+      hosts.recv(buf.data(), buf.size(), peer);
+      if (::pwrite(fd, buf.data(), buf.size(), at) != static_cast<ssize_t>(buf.size()))
+        throw_runtime("cannot write " + t.name + " into " + path + ": " + std::strerror(errno));
+    } else {
+      if (::pread(fd, buf.data(), buf.size(), at) != static_cast<ssize_t>(buf.size()))
+        throw_runtime("cannot read " + t.name + " from " + path + ": " + std::strerror(errno));
+      hosts.send(buf.data(), buf.size(), peer);
+    }
+  }
+}
+
+// Rank 0's side: the other hosts' tensors into or out of checkpoint `path`.
 void move_remote_ranges(const HostStages& hosts, const std::vector<ParamRef>& tensors, const SafetensorsLayout& layout,
                         const std::string& path, RangeDirection direction) {
-  const bool to_file = direction == RangeDirection::kToFile;
-  int fd = ::open(path.c_str(), to_file ? O_WRONLY : O_RDONLY);
+  int fd = ::open(path.c_str(), direction == RangeDirection::kToFile ? O_WRONLY : O_RDONLY);
   if (fd < 0) throw_runtime("cannot open " + path + ": " + std::strerror(errno));
-  std::vector<char> buf;
   try {
-    for (const ParamRef& t : tensors) {
-      if (hosts.local(t.device)) continue;
-      const SafetensorsEntry* e = layout.find(t.name);
-      buf.resize(e->end - e->begin);
-      const off_t at = static_cast<off_t>(layout.data_start + e->begin);
-      if (to_file) {
-        hosts.recv(buf.data(), buf.size(), hosts.rank_of(t.device));
-        if (::pwrite(fd, buf.data(), buf.size(), at) != static_cast<ssize_t>(buf.size()))
-          throw_runtime("cannot write " + t.name + " into " + path + ": " + std::strerror(errno));
-      } else {
-        if (::pread(fd, buf.data(), buf.size(), at) != static_cast<ssize_t>(buf.size()))
-          throw_runtime("cannot read " + t.name + " from " + path + ": " + std::strerror(errno));
-        hosts.send(buf.data(), buf.size(), hosts.rank_of(t.device));
-      }
-    }
+    move_ranges(hosts, tensors, layout, fd, path, direction);
   } catch (...) {
     ::close(fd);
     throw;
@@ -106,32 +114,14 @@ void exchange_local_ranges(WorkerGroup& workers, const std::vector<ParamRef>& te
       (fs::temp_directory_path() / ("devmap-checkpoint-part-" + std::to_string(::getpid()))).string();
   int fd = ::open(scratch.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) throw_runtime("cannot create " + scratch + ": " + std::strerror(errno));
-  auto ranges = [&](bool send) {
-    std::vector<char> buf;
-    for (const ParamRef& t : tensors) {
-      if (!hosts.local(t.device)) continue;
-      const SafetensorsEntry* e = layout.find(t.name);
-      buf.resize(e->end - e->begin);
-      const off_t at = static_cast<off_t>(layout.data_start + e->begin);
-      if (send) {
-        if (::pread(fd, buf.data(), buf.size(), at) != static_cast<ssize_t>(buf.size()))
-          throw_runtime("cannot read " + t.name + " from " + scratch + ": " + std::strerror(errno));
-        hosts.send(buf.data(), buf.size(), 0);
-      } else {
-        hosts.recv(buf.data(), buf.size(), 0);
-        if (::pwrite(fd, buf.data(), buf.size(), at) != static_cast<ssize_t>(buf.size()))
-          throw_runtime("cannot write " + t.name + " into " + scratch + ": " + std::strerror(errno));
-      }
-    }
-  };
   try {
     if (::ftruncate(fd, static_cast<off_t>(layout.data_start + layout.data_bytes)) != 0)
       throw_runtime("cannot size " + scratch + ": " + std::strerror(errno));
     if (direction == RangeDirection::kToFile) {
       params_io(workers, tensors, layout, ParamsIo::Op::kSave, scratch);
-      ranges(/*send=*/true);
+      move_ranges(hosts, tensors, layout, fd, scratch, RangeDirection::kFromFile);
     } else {
-      ranges(/*send=*/false);
+      move_ranges(hosts, tensors, layout, fd, scratch, RangeDirection::kToFile);
       params_io(workers, tensors, layout, ParamsIo::Op::kLoad, scratch);
     }
   } catch (...) {
