@@ -5,7 +5,9 @@
 #   one         1 replica x 1 thread, batch 64, on this machine
 #   threads2    1 replica x 2 threads, batch 64, on this machine
 # Prints each run's median images/s (the epoch's median step after its
-# warm-up) and the ratio replicas2 / one. Needs root (namespaces) and MPI in
+# warm-up) and the ratio replicas2 / one; then one more replicas2 run,
+# traced over 20 steps, gives the gradient sums' time per step and the
+# share of it hidden behind the backward pass (bench/trace_report.py). Needs root (namespaces) and MPI in
 # the build; makes its own test bed and removes it on exit. The test bed's
 # hosts share this machine's cores: on a 2-core machine the two replicas'
 # workers, coordinators and MPI's TCP copies all compete for the same two.
@@ -29,15 +31,15 @@ config="$root/configs/fashion_mnist_cnn.yaml"
 common=(--set devices.cpu:0.threads=1 --set data.train_limit=$((steps * 128)) --set data.test_limit=256
   --set train.epochs=1 --set train.max_steps="$steps")
 
-run() {  # NAME RUN: one run, its metrics in $shared/NAME-RUN.jsonl
-  local name=$1 k=$2 metrics="$shared/$1-$2.jsonl" ckpt="$shared/$1-$2.safetensors"
+run() {  # NAME RUN [ARGS]: one run, its metrics in $shared/NAME-RUN.jsonl; replicas2 takes ARGS too
+  local name=$1 k=$2 extra=${3:-} metrics="$shared/$1-$2.jsonl" ckpt="$shared/$1-$2.safetensors"
   case "$name" in
     replicas2)
       "$root/scripts/testbed.sh" exec node1 sh -c "cd '$shared' && exec env DEVMAP_BUILD_DIR='$dir' \
         DEVMAP_MPI_INTERFACE=eth0 DEVMAP_MPIRUN_ARGS='--mca plm_rsh_agent $root/scripts/testbed_rsh.sh \
         -x DEVMAP_TESTBED_NAME=$DEVMAP_TESTBED_NAME -wdir $shared' '$root/scripts/launch.sh' --hosts node1,node2 \
         '$config' ${common[*]} --set data_parallel.replicas=2 --set train.batch_size=128 \
-        --set train.checkpoint='$ckpt' --metrics '$metrics'" >/dev/null 2>"$out/err" ;;
+        --set train.checkpoint='$ckpt' --metrics '$metrics' $extra" >/dev/null 2>"$out/err" ;;
     one) (cd "$shared" && "$dir/bin/coordinator" "$config" "${common[@]}" --set train.checkpoint="$ckpt" \
       --metrics "$metrics") >/dev/null 2>"$out/err" ;;
     threads2) (cd "$shared" && "$dir/bin/coordinator" "$config" "${common[@]}" --set devices.cpu:0.threads=2 \
@@ -62,3 +64,6 @@ for name, text in zip(names, sys.argv[1:]):
     print(f"{name}: {medians[-1]:.0f} images/s median of {len(values)} ({', '.join(f'{v:.0f}' for v in values)})")
 print(f"2 replicas / 1 replica, 1 thread each: {medians[0] / medians[1]:.2f}x")
 EOF
+trace_from=$((steps / 2))
+run replicas2 traced "--trace '$shared/replicas2.json' --trace-steps $trace_from:$((trace_from + 19))" >/dev/null
+python3 "$root/bench/trace_report.py" "$shared/replicas2.json" | grep '^gradient sums'

@@ -12,6 +12,11 @@
   (sends and receives themselves take no time); compared with the measured
   step time.
 
+- for a data-parallel run (coordinator "allreduce" slices): each step's
+  gradient-sum time across the replicas and the share of it hidden behind
+  the backward pass, i.e. the part of the sums that lies before the end of
+  the step's last backward slice on this host's workers.
+
 Usage: bench/trace_report.py TRACE [--steps A:B] [--ascii STEP] [--width N]
 Standard library only.
 """
@@ -58,6 +63,21 @@ def busy_of(evs):
     step = sum(e["dur"] for e in evs if e["cat"] == "step")
     waits = sum(e["dur"] for e in evs if e["cat"] in ("recv", "slot_wait"))
     return max(0.0, step - waits)
+
+
+def gradient_sums(slices, steps):
+    """step -> (gradient-sum us, of it before the step's last backward end)"""
+    out = {}
+    for s, per_pid in steps.items():
+        backward_end = max((e["ts"] + e["dur"] for evs in per_pid.values() for e in evs if e["cat"] == "backward"),
+                           default=None)
+        sums = [e for e in slices.get(0, []) if e["cat"] == "allreduce" and e.get("args", {}).get("step") == s]
+        if backward_end is None or not sums:
+            continue
+        total = sum(e["dur"] for e in sums)
+        hidden = sum(max(0.0, min(e["ts"] + e["dur"], backward_end) - e["ts"]) for e in sums)
+        out[s] = (total, hidden)
+    return out
 
 
 def window_of(per_pid):
@@ -179,6 +199,13 @@ def main():
     if ratios:
         print(f"measured step time / zero-transfer makespan: median {statistics.median(ratios):.3f} "
               f"over {len(ratios)} steps")
+    sums = gradient_sums(slices, steps)
+    if sums:
+        totals_us = [t for t, _ in sums.values()]
+        shares = [h / t for t, h in sums.values() if t > 0]
+        print(f"gradient sums across replicas: median {statistics.median(totals_us) / 1e3:.2f} ms per step, "
+              f"{statistics.median(shares) * 100:.1f}% of it hidden behind the backward pass "
+              f"(median over {len(sums)} steps)")
     if args.ascii is not None:
         if args.ascii not in steps:
             sys.exit(f"step {args.ascii} is not in the trace")

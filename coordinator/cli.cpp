@@ -1,6 +1,7 @@
 #include "coordinator/cli.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <functional>
 
 #include "coordinator/config_names.h"
@@ -292,14 +293,19 @@ CommandLine parse_command_line(int argc, char** argv) {
     throw_invalid("unexpected argument '" + positional[1] + "' (see --help)");
   }
   cl.config_path = positional[0];
-  for (int i = 0; i < argc; ++i) {
+  // scripts/launch.sh names itself, as the user ran it, in DEVMAP_LAUNCH_AS
+  // (with --hosts and its hosts): the resume line starts with that rather
+  // than with the coordinator's path.
+  const char* launched_as = std::getenv("DEVMAP_LAUNCH_AS");
+  if (launched_as && *launched_as) cl.run.resume_command = launched_as;
+  for (int i = cl.run.resume_command.empty() ? 0 : 1; i < argc; ++i) {
     std::string a = argv[i];
     bool plain =
         !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,") ==
                           std::string::npos;
     std::string quoted_arg = "'";
     for (char c : a) quoted_arg += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    cl.run.resume_command += (i ? " " : "") + (plain ? a : quoted_arg + "'");
+    cl.run.resume_command += (cl.run.resume_command.empty() ? "" : " ") + (plain ? a : quoted_arg + "'");
   }
   if (!cl.run.resume) cl.run.resume_command += " --resume";
   return cl;

@@ -27,7 +27,8 @@ struct RunOptions {
   std::string calibration_path;
   bool resume = false;  // train: continue from train.checkpoint and the training state beside it
   // This command line with --resume added (shell-quoted): what to run to
-  // continue an interrupted run.
+  // continue an interrupted run. It starts with DEVMAP_LAUNCH_AS when
+  // scripts/launch.sh set it, else with the coordinator's own path.
   std::string resume_command;
 };
 

@@ -171,10 +171,15 @@ class Trainer {
         return attempt(resume);
       } catch (const WorkerFailed& e) {
         if (interrupted() || restarts_ >= tc_.max_restarts) {
+          std::string what = e.what();
           if (restarts_ > 0)
-            throw WorkerFailed(std::string(e.what()) + " (gave up after " + std::to_string(restarts_) +
-                               " restarts; train.max_restarts is " + std::to_string(tc_.max_restarts) + ")");
-          throw;
+            what += " (gave up after " + std::to_string(restarts_) + " restarts; train.max_restarts is " +
+                    std::to_string(tc_.max_restarts) + ")";
+          // A checkpoint this run wrote (on another host: sent to rank 0's
+          // file) or resumed from is where the job continues.
+          if (saved_ || last_saved_step_ >= 0 || options_.resume)
+            what += "\ndevmap: the newest checkpoint is " + store_.path() + "; resume with: " + options_.resume_command;
+          throw WorkerFailed(what);
         }
         ++restarts_;
         // Resume from this run's own checkpoints (or those it resumed

@@ -42,6 +42,15 @@ else
   dir=$("$root/scripts/build.sh" "${DEVMAP_PRESET:-release}" coordinator worker_cpu)
 fi
 
+# How the user ran this script: the coordinator starts its resume line with
+# it. A rank started by --hosts keeps the line --hosts gave it.
+if [[ -n "$hosts" ]]; then
+  export DEVMAP_LAUNCH_AS="$0 --hosts $hosts"
+elif [[ -n "$under_launcher" ]]; then
+  export DEVMAP_LAUNCH_AS=${DEVMAP_LAUNCH_AS:-"<the same mpirun or srun line> $0"}
+else
+  export DEVMAP_LAUNCH_AS="$0"
+fi
 if [[ -z "$hosts" ]]; then
   exec "$dir/bin/coordinator" "$@"
 fi
@@ -53,6 +62,11 @@ count=$(tr ',' '\n' <<<"$hosts" | wc -l)
 # a worker pins its own threads (devices.*.affinity); bound to one core, as
 # mpirun binds 2 ranks by default, every worker of the host would share it.
 line=(mpirun --host "$hosts" -np "$count" --map-by node --bind-to none)
+# When a rank fails, Open MPI's daemons send the others SIGCONT, SIGTERM and
+# SIGKILL, by default a second apart, one host after another: 2 s per host.
+# A coordinator killed mid-step loses nothing a checkpoint holds (its
+# workers remove the run's files), so the job stops at once instead.
+line+=(--mca odls_base_sigkill_timeout 0)
 [[ $(id -u) -ne 0 ]] || line+=(--allow-run-as-root)
 # Ranks talk over TCP only (no shared-memory transport between them).
 line+=(--mca btl "tcp,self")
@@ -61,6 +75,6 @@ if [[ -n "${DEVMAP_MPI_INTERFACE:-}" ]]; then
 fi
 # shellcheck disable=SC2206  # DEVMAP_MPIRUN_ARGS is a list of words
 [[ -z "${DEVMAP_MPIRUN_ARGS:-}" ]] || line+=($DEVMAP_MPIRUN_ARGS)
-line+=(-x DEVMAP_BUILD_DIR="$dir" "$root/scripts/launch.sh" "$@")
+line+=(-x DEVMAP_BUILD_DIR="$dir" -x DEVMAP_LAUNCH_AS "$root/scripts/launch.sh" "$@")
 echo "launch.sh: ${line[*]}" >&2
 exec "${line[@]}"

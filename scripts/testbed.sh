@@ -184,8 +184,11 @@ case "$cmd" in
     hosts=$(hosts_up | paste -sd, -)
     [[ -n "$hosts" ]] || die "test bed '$name' is not up (run: scripts/testbed.sh up)"
     # Only TCP between processes (no shared-memory shortcut), only on eth0,
-    # and the launcher enters the hosts through testbed_rsh.sh.
-    line=(mpirun --allow-run-as-root --host "$hosts"
+    # and the launcher enters the hosts through testbed_rsh.sh. --bind-to
+    # none: every host's first rank would be bound to core 0, and the hosts
+    # share this machine's cores, so two polling ranks would take turns on
+    # one core (a 4 ms scheduler tick per message).
+    line=(mpirun --allow-run-as-root --host "$hosts" --bind-to none
       --mca plm_rsh_agent "$root/scripts/testbed_rsh.sh"
       --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0
       -x DEVMAP_TESTBED_NAME="$name" "$@")

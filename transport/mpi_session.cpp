@@ -93,13 +93,18 @@ void MpiSession::recv_tensor(const TensorView& t, int source, int tag) const {
 
 void MpiSession::allreduce_sum_ordered(float* data, size_t count) const {
   if (size_ == 1 || count == 0) return;
-  // Rank r owns elements [offset[r], offset[r] + counts[r]): it receives
-  // that slice from every rank, adds the slices in rank order, and the
-  // all-gather hands every rank every reduced slice.
   const size_t n = static_cast<size_t>(size_);
   if (count / n + 1 > static_cast<size_t>(INT_MAX) / n)
     throw_runtime("MPI: allreduce of " + std::to_string(count) + " floats over " + std::to_string(size_) +
                   " ranks is too large for one call; split it into buckets");
+  if (size_ == 2) {
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+              "MPI_Allreduce (allreduce_sum_ordered)");
+    return;
+  }
+  // Rank r owns elements [offset[r], offset[r] + counts[r]): it receives
+  // that slice from every rank, adds the slices in rank order, and the
+  // all-gather hands every rank every reduced slice.
   std::vector<int> counts(n), offsets(n);
   for (size_t r = 0, at = 0; r < n; ++r) {
     counts[r] = static_cast<int>(count / n + (r < count % n ? 1 : 0));
@@ -107,7 +112,8 @@ void MpiSession::allreduce_sum_ordered(float* data, size_t count) const {
     at += static_cast<size_t>(counts[r]);
   }
   const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(rank_)]);
-  std::vector<float> slices(mine * n);
+  if (slices_.size() < mine * n) slices_.resize(mine * n);
+  std::vector<float>& slices = slices_;
   std::vector<int> recv_counts(n, static_cast<int>(mine)), recv_offsets(n);
   for (size_t r = 0; r < n; ++r) recv_offsets[r] = static_cast<int>(r * mine);
   check_mpi(MPI_Alltoallv(data, counts.data(), offsets.data(), MPI_FLOAT, slices.data(), recv_counts.data(),

@@ -50,7 +50,11 @@ class MpiSession {
   // algorithm, so every rank gets the same bits and a run repeats them.
   // Collective: every rank calls it with the same count. Moves about
   // 2 (size-1)/size of the buffer in and out of each rank, as a
-  // reduce-scatter followed by an all-gather does.
+  // reduce-scatter followed by an all-gather does. With two ranks it is
+  // MPI_Allreduce itself: each element is then one addition of x0 and x1,
+  // which gives the same bits in either order, whatever MPI's algorithm.
+  // Not thread-safe: one call at a time per session (it keeps a scratch
+  // buffer between calls).
   void allreduce_sum_ordered(float* data, size_t count) const;
 
   // Every rank's `mine`, in rank order, on every rank. Collective.
@@ -81,6 +85,7 @@ class MpiSession {
  private:
   int rank_ = 0, size_ = 1;
   std::string host_;
+  mutable std::vector<float> slices_;  // allreduce_sum_ordered's receive buffer, kept between calls
 };
 
 }  // namespace devmap

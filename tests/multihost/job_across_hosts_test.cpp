@@ -189,8 +189,8 @@ TEST_F(JobAcrossHosts, AnotherConfigOnOneHostStopsTheJobAtStartUp) {
 }
 
 // Kills what `pattern` (pgrep -x) names inside node2 once `job` has written
-// `first_checkpoint`; checks that the whole job stops within 5 s with
-// nothing left on either host, and that stderr says `message`.
+// `first_checkpoint`; checks that the whole job stops within 5 s, mpirun
+// gone and nothing left on either host, and that stderr says `message`.
 void JobAcrossHosts::kill_on_node2_and_expect_the_job_gone(BackgroundProcess& job, const std::string& first_checkpoint,
                                                            const std::string& pattern,
                                                            const std::string& message) const {
@@ -207,15 +207,25 @@ void JobAcrossHosts::kill_on_node2_and_expect_the_job_gone(BackgroundProcess& jo
                            "kill -KILL $p && echo killed && break; done; true");
   ASSERT_EQ(kill.out, "killed\n") << kill.err;
   const int code = job.wait(std::chrono::seconds(30));
-  const double stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
   EXPECT_NE(code, 0) << job.err();
   EXPECT_NE(code, -1) << "the job still runs 30 s after the kill";
+  // The job has stopped once mpirun has exited and no process or shared
+  // memory of it is left on either host (workers of a killed coordinator
+  // remove the run's files and exit on their own).
+  auto left = [] {
+    return devmap_processes("node1") + devmap_processes("node2") + in_host("node1", "ls -A /dev/shm").out +
+           in_host("node2", "ls -A /dev/shm").out;
+  };
+  std::string remains = left();
+  while (!remains.empty() && std::chrono::steady_clock::now() - killed < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    remains = left();
+  }
+  const double stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  EXPECT_EQ(remains, "");
   EXPECT_LE(stop_s, 5.0) << job.err();
   std::printf("the job stopped %.2f s after node2's %s was killed\n", stop_s, pattern.c_str());
   EXPECT_TRUE(contains(job.err(), message)) << job.err();
-  EXPECT_EQ(devmap_processes("node1") + devmap_processes("node2"), "");
-  EXPECT_EQ(in_host("node1", "ls -A /dev/shm").out, "");
-  EXPECT_EQ(in_host("node2", "ls -A /dev/shm").out, "");
 }
 
 const std::vector<std::string> kSteps{"--set", "train.epochs=40",          "--set", "train.max_steps=240",
@@ -245,6 +255,29 @@ TEST_F(JobAcrossHosts, AKilledRankStopsTheJobOnEveryHostAndResumeContinuesIt) {
   ProcessResult whole = run_here("local.yaml", kill_test_args({}, shared_, "local.safetensors"));
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   EXPECT_TRUE(read_file(shared_ + "/job.safetensors") == read_file(shared_ + "/local.safetensors"));
+}
+
+// Pipeline stages across hosts (the small CNN's dense layers on node2): a
+// worker killed on node2 stops the job on both hosts, the failing rank names
+// the launch.sh --hosts line that resumes it, and the resumed job ends with
+// the weights of the same split trained on one machine without a stop.
+TEST_F(JobAcrossHosts, AKilledWorkerOfAStageStopsTheJobAndResumeContinuesIt) {
+  write_file(shared_ + "/stages.yaml", std::regex_replace(kHostedConfig, std::regex("node1/cpu:1"), "node2/cpu:1"));
+  write_file(shared_ + "/local.yaml", local_config());
+  BackgroundProcess job({kTestbed, "exec", "node1", "sh", "-c",
+                         launch_line(shared_ + "/stages.yaml", kill_test_args({}, shared_, "stages.safetensors"))},
+                        dir_->path(), env());
+  kill_on_node2_and_expect_the_job_gone(job, shared_ + "/stages.step-20.safetensors", "worker_cpu",
+                                        "rank 1 on node2: worker_cpu for node2/cpu:1");
+  EXPECT_TRUE(contains(job.err(), "resume with: " + std::string(DEVMAP_SOURCE_DIR) +
+                                      "/scripts/launch.sh --hosts node1,node2 " + shared_ + "/stages.yaml"))
+      << job.err();
+  ProcessResult resumed = launch(shared_ + "/stages.yaml", kill_test_args({"--resume"}, shared_, "stages.safetensors"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(contains(resumed.err, "resum")) << resumed.err;
+  ProcessResult whole = run_here(shared_ + "/local.yaml", kill_test_args({}, shared_, "local.safetensors"));
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_TRUE(read_file(shared_ + "/stages.safetensors") == read_file(shared_ + "/local.safetensors"));
 }
 
 // Two data-parallel replicas: a worker killed on node2 stops the job on both
