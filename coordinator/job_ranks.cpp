@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 #include "coordinator/auto_placement.h"
@@ -249,10 +250,7 @@ JobRanks::JobRanks([[maybe_unused]] int* argc, [[maybe_unused]] char*** argv, co
     ranks.push_back(local_rank_facts(host_name().value_or("localhost"), config));
   }
   where_ = rank_on(static_cast<size_t>(rank_), ranks[static_cast<size_t>(rank_)]);
-  if (auto problem = job_ranks_problem(ranks, config, launched)) {
-    if (rank_ == 0) throw_invalid(*problem);
-    throw_invalid("devmap: " + where_ + ": the job did not start (rank 0 says why)");
-  }
+  if (auto problem = job_ranks_problem(ranks, config, launched)) refuse_to_start(*problem);
 #ifdef DEVMAP_HAS_MPI
   if (const DeviceSpec* off = device_off_rank0(ranks, config); off && mpi_) {
     off_rank0_ = off->name + " on " + off->host;
@@ -284,9 +282,19 @@ void JobRanks::check_job(const std::string& job, const Config& config) const {
     problem = config.path + ": device_map `auto` and train.micro_batches `auto` measure the devices first, which " +
               "is not built for devices on several hosts (" + off_rank0_ +
               "): place every op and give the micro-batches";
-  if (problem.empty()) return;
-  if (rank_ != 0) throw_invalid("devmap: " + where_ + ": the job did not start (rank 0 says why)");
-  throw_invalid(problem);
+  if (!problem.empty()) refuse_to_start(problem);
+}
+
+void JobRanks::refuse_to_start(const std::string& problem) const {
+  const std::string said = rank_ == 0 ? problem : "devmap: " + where_ + ": the job did not start (rank 0 says why)";
+#ifdef DEVMAP_HAS_MPI
+  if (mpi_) {
+    std::cerr << said + "\n" << std::flush;  // one write: mpirun interleaves the ranks' lines
+    mpi_->session.barrier();
+    throw Error(ErrorKind::kInvalidInput, "");  // said above
+  }
+#endif
+  throw_invalid(said);
 }
 
 JobRanks::~JobRanks() = default;

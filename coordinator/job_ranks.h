@@ -112,6 +112,13 @@ class JobRanks {
   int finish(int exit_code, const Config& config);
 
  private:
+  // Stops the job at start-up: throws devmap::Error (kInvalidInput) on
+  // every rank, rank 0's saying `problem`, the others' that rank 0 says
+  // why. Under a launcher each rank writes its message to stderr itself and
+  // waits for every other to have written before it throws an empty one:
+  // mpirun ends the others as soon as one exits.
+  [[noreturn]] void refuse_to_start(const std::string& problem) const;
+
   struct Mpi;
   std::unique_ptr<Mpi> mpi_;
   std::unique_ptr<HostStages> stages_;

@@ -88,7 +88,9 @@ int exit_code_of(Body body) {
                 << " and stopped without a checkpoint; the workers are stopped and the run's files removed\n";
       return 128 + sig;
     }
-    std::cerr << std::string(e.what()) + "\n";  // one write: mpirun interleaves the ranks' lines
+    // One write: mpirun interleaves the ranks' lines. An empty message was
+    // written where it arose (JobRanks::refuse_to_start).
+    if (*e.what() != '\0') std::cerr << std::string(e.what()) + "\n";
     return e.exit_code();
   } catch (const std::exception& e) {
     std::cerr << "devmap: internal error: " << e.what() << "\n";

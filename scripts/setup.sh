@@ -10,6 +10,11 @@
 #                               openmpi-bin, libopenmpi-dev: the MPI transport
 #                               and the multi-host test bed, scripts/testbed.sh;
 #                               iproute2: its namespaces and veth links)
+#   scripts/setup.sh --test     and Slurm for the test bed's srun test (munge,
+#                               slurmctld, slurmd, slurm-client); scripts/test.sh
+#                               asks for it. Where systemd runs, Debian starts
+#                               munge's service on install; the test bed starts
+#                               its own daemons and needs none of the machine's.
 set -euo pipefail
 
 packages=(
@@ -24,8 +29,9 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "setup.sh: unknown option '$arg' (known: --help)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --test) packages+=(munge slurmctld slurmd slurm-client) ;;
+    *) echo "setup.sh: unknown option '$arg' (known: --test, --help)" >&2; exit 2 ;;
   esac
 done
 

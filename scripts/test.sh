@@ -19,7 +19,7 @@ for a in "$@"; do
   if [[ "$a" == "--sanitizers" ]]; then sanitizers=1; else args+=("$a"); fi
 done
 jobs=$(nproc 2>/dev/null || echo 2)
-"$root/scripts/setup.sh"
+"$root/scripts/setup.sh" --test
 
 # Segments are named devmap-<owner pid>-...: one whose owner is gone leaked.
 check_segments() {

@@ -9,6 +9,8 @@
 #   scripts/testbed.sh exec HOST CMD...      run CMD inside HOST (node1, node2, node3)
 #   scripts/testbed.sh bytes HOST            print HOST's eth0 byte counters: RX_BYTES TX_BYTES
 #   scripts/testbed.sh mpirun [ARGS...]      run mpirun from node1 across every host (prints the line to stderr)
+#   scripts/testbed.sh slurm                 start Slurm on the hosts (exit 77 and the reason where it cannot)
+#   scripts/testbed.sh srun [ARGS...]        run srun from node1 (prints the line to stderr)
 #
 # Host nodeI has its own network namespace (eth0 at 10.77.0.(10+I)/24 and lo),
 # UTS namespace (host name nodeI) and mount namespace (a private tmpfs on
@@ -23,6 +25,9 @@
 # namespaces are NAME-node1.. and NAME-sw, its state is in /run/devmap-testbed/NAME,
 # so test beds with different names coexist (tests use one per run).
 # mpirun enters the hosts through scripts/testbed_rsh.sh instead of ssh.
+# Slurm: munged and slurmctld run in node1 and a slurmd in every host, with
+# their key, sockets, config, state and logs in the state directory; a
+# partition "testbed" holds every host; down stops them with the hosts.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 name=${DEVMAP_TESTBED_NAME:-dmtb}
@@ -143,6 +148,91 @@ up() {
   echo "testbed.sh: $n hosts up (test bed '$name'): $(hosts_up | tr '\n' ' ')" >&2
 }
 
+# Prints why Slurm cannot run on the test bed, or nothing.
+slurm_why_not() {
+  for t in munged mungekey slurmctld slurmd srun sinfo; do
+    command -v "$t" >/dev/null ||
+      { echo "'$t' is not installed (scripts/setup.sh installs munge, slurmctld, slurmd and slurm-client)"; return; }
+  done
+  [[ -n "$(hosts_up)" ]] || echo "test bed '$name' is not up (run: scripts/testbed.sh up)"
+}
+
+slurm_up() {
+  local reason s=$state/slurm h i
+  reason=$(slurm_why_not)
+  [[ -z "$reason" ]] || { echo "testbed.sh: no Slurm here: $reason" >&2; exit 77; }
+  if [[ -e "$s/conf" ]] && SLURM_CONF="$s/conf" in_host_run node1 sinfo -h -o %T 2>/dev/null | grep -q idle; then
+    return 0
+  fi
+  rm -rf "$s"
+  mkdir -p "$s/state"
+  chmod 700 "$s"
+  mungekey -c -k "$s/munge.key"
+  {
+    echo "ClusterName=devmap"
+    echo "SlurmctldHost=node1($subnet.11)"
+    echo "SlurmUser=root"
+    echo "SlurmdUser=root"
+    echo "AuthType=auth/munge"
+    echo "CredType=cred/munge"
+    echo "AuthInfo=socket=$s/munge.socket"
+    echo "StateSaveLocation=$s/state"
+    echo "SlurmdSpoolDir=/tmp/slurmd"
+    echo "SlurmctldPidFile=$s/slurmctld.pid"
+    echo "SlurmdPidFile=/tmp/slurmd.pid"
+    echo "SlurmctldLogFile=$s/slurmctld.log"
+    echo "SlurmdLogFile=$s/slurmd-%n.log"
+    echo "ProctrackType=proctrack/linuxproc"
+    echo "TaskPlugin=task/none"
+    echo "JobAcctGatherType=jobacct_gather/none"
+    echo "AccountingStorageType=accounting_storage/none"
+    echo "SelectType=select/linear"
+    echo "MpiDefault=pmix"
+    echo "ReturnToService=2"
+    echo "KillWait=2"
+    for h in $(hosts_up); do
+      i=${h#node}
+      echo "NodeName=$h NodeAddr=$subnet.$((10 + i)) CPUs=$(nproc --all) State=UNKNOWN"
+    done
+    echo "PartitionName=testbed Nodes=$(hosts_up | paste -sd, -) Default=YES MaxTime=INFINITE State=UP"
+  } >"$s/conf"
+  in_host_run node1 munged --force --key-file="$s/munge.key" --socket="$s/munge.socket" \
+    --pid-file="$s/munged.pid" --log-file="$s/munged.log" --seed-file="$s/munged.seed" ||
+    die "munged did not start (see $s/munged.log)"
+  in_host_run node1 slurmctld -f "$s/conf" || die "slurmctld did not start (see $s/slurmctld.log)"
+  # slurmd 22.05 will not start without the cgroup v1 mounts it checks,
+  # though nothing here puts a process in a cgroup (proctrack/linuxproc,
+  # task/none): the host's mount namespace gets them, as this machine has.
+  for h in $(hosts_up); do
+    in_host_run "$h" sh -c 'set -e
+      mkdir -p /tmp/slurmd
+      mountpoint -q /sys/fs/cgroup || mount -t tmpfs -o mode=755 cgroup_root /sys/fs/cgroup
+      for c in freezer cpuset memory; do
+        mkdir -p /sys/fs/cgroup/$c
+        mountpoint -q /sys/fs/cgroup/$c || mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c
+      done
+      mkdir -p /sys/fs/cgroup/systemd
+      mountpoint -q /sys/fs/cgroup/systemd || mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd' ||
+      die "cannot mount the cgroups slurmd needs on $h"
+    in_host_run "$h" slurmd -f "$s/conf" || die "slurmd did not start on $h (see $s/slurmd-$h.log)"
+  done
+  for _ in $(seq 150); do
+    [[ $(SLURM_CONF="$s/conf" in_host_run node1 sinfo -h -o %T 2>/dev/null) == idle ]] && break
+    sleep 0.2
+  done
+  [[ $(SLURM_CONF="$s/conf" in_host_run node1 sinfo -h -o %T 2>/dev/null) == idle ]] ||
+    die "Slurm's nodes did not come up (see $s/slurmctld.log and $s/slurmd-*.log)"
+  echo "testbed.sh: Slurm up (test bed '$name'): partition testbed on $(hosts_up | paste -sd, -)" >&2
+}
+
+# in_host without exec: runs CMD inside HOST and returns.
+in_host_run() {
+  local h=$1
+  shift
+  host_alive "$h" || die "host '$h' is not up (test bed '$name'; run: scripts/testbed.sh up)"
+  nsenter --target "$(host_pid "$h")" --net --uts --mount -- "$@"
+}
+
 in_host() {
   local h=$1
   shift
@@ -196,6 +286,15 @@ case "$cmd" in
     export DEVMAP_TESTBED_NAME=$name
     in_host node1 "${line[@]}"
     ;;
-  -h | --help | "") sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' ;;
+  slurm) slurm_up ;;
+  srun)
+    [[ -e "$state/slurm/conf" ]] || die "Slurm is not up on test bed '$name' (run: scripts/testbed.sh slurm)"
+    # The ranks' MPI uses TCP on eth0 only, as under mpirun above.
+    line=(env SLURM_CONF="$state/slurm/conf" OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=eth0
+      OMPI_MCA_oob_tcp_if_include=eth0 DEVMAP_TESTBED_NAME="$name" srun "$@")
+    echo "testbed.sh: node1\$ ${line[*]}" >&2
+    in_host node1 "${line[@]}"
+    ;;
+  -h | --help | "") sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command '$cmd' (see --help)" ;;
 esac

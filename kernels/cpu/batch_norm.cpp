@@ -189,8 +189,8 @@ void BatchNormKernel::backward(const BackwardArgs& args) {
       const ChannelSums s = channel_sums(l, x, dy, ch);
       const double rstd = 1.0 / std::sqrt(s.var + eps);
       const double sum_dy_xhat = s.sum_dy_xc * rstd;
-      dw[ch] = static_cast<float>(args.accumulate ? dw[ch] + sum_dy_xhat : sum_dy_xhat);
-      db[ch] = static_cast<float>(args.accumulate ? db[ch] + s.sum_dy : s.sum_dy);
+      dw[ch] = args.accumulate ? dw[ch] + static_cast<float>(sum_dy_xhat) : static_cast<float>(sum_dy_xhat);
+      db[ch] = args.accumulate ? db[ch] + static_cast<float>(s.sum_dy) : static_cast<float>(s.sum_dy);
       if (dx == nullptr) continue;
       // dx = rstd w (dy - mean(dy) - xhat mean(dy xhat)), xhat = (x - mean) rstd
       const double a = rstd * w[ch], b = -a * rstd * (sum_dy_xhat / count), c = -a * (s.sum_dy / count);

@@ -201,13 +201,16 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
     }
   });
   if (dw == nullptr) return;
-  // dW [+]= dW_0 + dW_1 + ... in lane order; elementwise, so any split of the elements gives the same bits.
+  // dW [+]= (dW_0 + dW_1 + ...), the lanes added in order first: a batch's
+  // whole gradient, then added to what earlier micro-batches left, as a sum
+  // across data-parallel replicas adds whole gradients. Elementwise, so any
+  // split of the elements gives the same bits.
   const int64_t n_w = o_n * g.patch();
   parallel_for_elements(args.ctx.pool, n_w, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      float s = args.accumulate ? dw[i] + args.ctx.workspace[lay.dw + i] : args.ctx.workspace[lay.dw + i];
+      float s = args.ctx.workspace[lay.dw + i];
       for (int64_t l = 1; l < lane_count; ++l) s += args.ctx.workspace[l * lay.lane + lay.dw + i];
-      dw[i] = s;
+      dw[i] = args.accumulate ? dw[i] + s : s;
     }
   });
 }

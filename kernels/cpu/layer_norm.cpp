@@ -84,8 +84,8 @@ void LayerNormKernel::backward(const BackwardArgs& args) {
             sw += g * (x[n * f + j] - ms[static_cast<size_t>(n)].mean) * ms[static_cast<size_t>(n)].rstd;
             sb += g;
           }
-          dw[j] = static_cast<float>(args.accumulate ? dw[j] + sw : sw);
-          db[j] = static_cast<float>(args.accumulate ? db[j] + sb : sb);
+          dw[j] = args.accumulate ? dw[j] + static_cast<float>(sw) : static_cast<float>(sw);
+          db[j] = args.accumulate ? db[j] + static_cast<float>(sb) : static_cast<float>(sb);
         }
       },
       1024);
