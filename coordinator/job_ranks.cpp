@@ -274,9 +274,9 @@ JobRanks::JobRanks([[maybe_unused]] int* argc, [[maybe_unused]] char*** argv, co
 void JobRanks::check_job(const std::string& job, const Config& config) const {
   if (!stages_) return;
   std::string problem;
-  if (job != "train")
+  if (job != "train" && job != "predict")
     problem = job + " with devices on several hosts (" + off_rank0_ +
-              ") is not built yet: only training runs pipeline stages across hosts; " + job +
+              ") is not built yet: training and prediction run pipeline stages across hosts; " + job +
               " with a device map on one host";
   else if (has_auto_placement(config) || config.train.auto_micro_batches())
     problem = config.path + ": device_map `auto` and train.micro_batches `auto` measure the devices first, which " +

@@ -83,16 +83,19 @@ class JobRanks {
 
   bool drives_the_job() const { return rank_ == 0; }
   // Whether this rank runs `job` ("train", "predict", "calibrate"): rank 0
-  // always; every rank trains a data-parallel job, each its replica, and a
-  // job whose devices span hosts, each its host's devices.
+  // always; every rank trains a data-parallel job, each its replica, and
+  // trains or predicts with a job whose devices span hosts, each its
+  // host's devices.
   bool runs(const std::string& job, const Config& config) const {
-    return rank_ == 0 || (job == "train" && (config.data_parallel.replicas > 1 || stages_));
+    return rank_ == 0 || (job == "train" && config.data_parallel.replicas > 1) ||
+           (stages_ && (job == "train" || job == "predict"));
   }
   // A job whose devices span hosts: this rank's part; null otherwise.
   const HostStages* stages() const { return stages_.get(); }
   // Throws devmap::Error (kInvalidInput) on every rank when `job` cannot
-  // run across these hosts: only training runs devices on several hosts,
-  // and without measuring first (device_map `auto`, micro_batches `auto`).
+  // run across these hosts: training and prediction run devices on several
+  // hosts, without measuring first (device_map `auto`, micro_batches
+  // `auto`, calibrate).
   void check_job(const std::string& job, const Config& config) const;
   // Sums a buffer over the ranks in rank order (MpiSession::
   // allreduce_sum_ordered, done when the returned test is first called);

@@ -46,7 +46,7 @@ int run_job(CommandLine& cl, Config& config, const TrainReplica& replica = {}) {
     return run_plan(config, PlanOptions{cl.json, cl.predict.batch, cl.run, cl.dot_path, cl.emit_map_path,
                                         auto_plan ? &*auto_plan : nullptr});
   check_process_limits(config);
-  if (job == "predict") return run_predict(config, cl.run, cl.predict);
+  if (job == "predict") return run_predict(config, cl.run, cl.predict, replica.hosts);
   return run_train(config, cl.run, replica);
 }
 

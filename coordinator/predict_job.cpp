@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 #include "coordinator/atomic_file.h"
 #include "coordinator/batch_feeder.h"
@@ -33,6 +35,24 @@ std::string images_per_second(int64_t done, std::chrono::steady_clock::time_poin
   return status;
 }
 
+// Across hosts: the rows of `slot` (the output layout's) that another
+// host's devices predicted come to rank 0, output by output. Every rank
+// calls it for every collected batch, in the same order.
+void gather_rows_to_rank0(const HostStages& hosts, const Graph& graph, const InputLayout& layout, char* slot,
+                          int64_t rows) {
+  for (size_t k = 0; k < layout.input_nodes.size(); ++k) {
+    const Node& node = graph.node(layout.input_nodes[k]);
+    const int owner = hosts.rank_of(node.device);
+    if (owner == 0) continue;
+    char* at = slot + layout.input_offsets[k];
+    const size_t bytes = static_cast<size_t>(node.out_shape_for(rows).numel()) * sizeof(float);
+    if (hosts.rank() == 0)
+      hosts.recv(at, bytes, owner);
+    else if (hosts.rank() == owner)
+      hosts.send(at, bytes, 0);
+  }
+}
+
 }  // namespace
 
 int prediction_node(Graph& g, const std::string& config_path) {
@@ -53,7 +73,10 @@ int prediction_node(Graph& g, const std::string& config_path) {
   return id;
 }
 
-int run_predict(const Config& config, const RunOptions& options, const PredictOptions& cli) {
+int run_predict(const Config& config, const RunOptions& options, const PredictOptions& cli, const HostStages* hosts) {
+  // Rank 0 of a job across hosts, or the only process: reads the weights
+  // file, writes the predictions and metrics.
+  const bool writes = !hosts || hosts->rank() == 0;
   // The command line overrides the config's predict section.
   PredictOptions po = cli;
   if (po.weights.empty()) po.weights = config.predict.weights;
@@ -69,7 +92,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   if (std::filesystem::is_directory(po.weights, ec))
     throw_invalid("--weights '" + po.weights + "' is a folder: give the .safetensors file a train run wrote");
   const RunOutputs outputs = resolve_run_outputs(config, options, /*training=*/false);
-  {
+  if (writes) {
     // Nothing is read or written before every output is known to be safe.
     RunFiles files = run_files(config, outputs);
     files.inputs.push_back({"weights", po.weights});
@@ -78,8 +101,9 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
     if (!options.trace_path.empty()) files.outputs.push_back({"--trace", options.trace_path});
     check_run_files(files);
   }
-  const std::unique_ptr<TraceLog> trace = make_trace_log(options, /*prediction=*/true);
-  if (std::vector<std::string> bad = nonfinite_tensors(po.weights); !bad.empty()) {
+  const std::unique_ptr<TraceLog> trace = writes ? make_trace_log(options, /*prediction=*/true) : nullptr;
+  if (std::vector<std::string> bad = writes ? nonfinite_tensors(po.weights) : std::vector<std::string>{};
+      !bad.empty()) {
     std::string names;
     for (size_t i = 0; i < bad.size(); ++i) names += (i ? ", " : "") + bad[i];
     std::cerr << "devmap: warning: " << po.weights << " holds NaN or infinite values in " << names
@@ -99,16 +123,19 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   // Slots are sized by what will be fed: never more than the input holds.
   const int64_t requested = std::min(po.batch > 0 ? po.batch : config.train.eval_batch_size, input.count());
 
-  Session session(config, options, graph, SessionJob::infer(wanted, requested));
+  Session session(config, options, graph, SessionJob::infer(wanted, requested, hosts));
   // Prediction needs no whole batch at once: a batch that does not fit is
   // streamed as smaller ones, each written out as it arrives.
   const int64_t batch = session.memory().split.micro;
   for (const std::string& d : session.memory().decisions) std::cerr << "devmap: memory: " << d << "\n";
   // The predictions replace po.output only when all are written.
-  AtomicFile csv(po.output, "predictions");
-  std::ostream& out = csv.stream();
+  std::optional<AtomicFile> csv;
+  if (writes) csv.emplace(po.output, "predictions");
+  std::ostringstream elsewhere;  // another rank's rows, never kept: rank 0 writes them
+  std::ostream& out = csv ? csv->stream() : elsewhere;
   if (options.log_placement) log_placement(config, session.partition(), batch, std::cerr);
-  MetricsLog metrics(outputs.metrics, outputs.config_copy, config.resolved_yaml);
+  MetricsLog metrics(writes ? outputs.metrics : "", writes ? outputs.config_copy : "",
+                     writes ? config.resolved_yaml : "");
   session.start();
   if (trace) {
     trace->describe(session.graph(), session.partition());
@@ -134,11 +161,13 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   ProgressBar bar("predict", input.count(), std::max<int64_t>(input.count() / 10, 1));
   auto t0 = std::chrono::steady_clock::now();
   bool complete = feeder.run(input, batch, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
-    const char* base = static_cast<const char*>(session.output()->data()) + slot * out_layout.slot_bytes;
+    char* base = static_cast<char*>(session.output()->data()) + slot * out_layout.slot_bytes;
+    if (hosts) gather_rows_to_rank0(*hosts, session.graph(), out_layout, base, n);
+    if (!writes) return;
     const float* labels = reinterpret_cast<const float*>(base + out_layout.input_offsets[0]);
     const float* scores = classes ? reinterpret_cast<const float*>(base + out_layout.input_offsets[1]) : nullptr;
     writer.write_rows(n, labels, scores);
-    if (!out) throw_runtime("writing predictions to '" + csv.temporary_path() + "' failed: " + std::strerror(errno));
+    if (!out) throw_runtime("writing predictions to '" + csv->temporary_path() + "' failed: " + std::strerror(errno));
     metrics.begin();
     bar.update(writer.rows(), images_per_second(writer.rows(), t0));
   });
@@ -146,6 +175,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   bar.finish(images_per_second(done, t0));
   session.workers().shutdown();
+  if (!writes) return complete ? 0 : 128 + interrupt_signal();
   metrics.begin();
   if (!complete) {
     const int sig = interrupt_signal();
@@ -157,7 +187,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
     finish_trace(trace.get(), std::cerr);
     return 128 + sig;
   }
-  csv.commit();
+  csv->commit();
   write_device_events(session.workers(), session.memory(), metrics);
   JsonObject j;
   j.add("event", "done").add("job", "predict").add("images", done).add("seconds", secs);

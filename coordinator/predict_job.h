@@ -7,6 +7,7 @@
 #include <string>
 
 #include "coordinator/config.h"
+#include "coordinator/host_stages.h"
 #include "coordinator/run_options.h"
 
 namespace devmap {
@@ -23,6 +24,12 @@ struct PredictOptions {
 // one added to `g` on the loss's logits (placed with them).
 int prediction_node(Graph& g, const std::string& config_path);
 
-int run_predict(const Config& config, const RunOptions& options, const PredictOptions& predict);
+// Predicts every image; returns the process exit code. With `hosts` (a job
+// whose devices span hosts) every rank runs its host's devices over the
+// same batches, the other ranks send rank 0 the rows their devices
+// predicted, and rank 0 alone reads the weights file and writes the
+// predictions and metrics.
+int run_predict(const Config& config, const RunOptions& options, const PredictOptions& predict,
+                const HostStages* hosts = nullptr);
 
 }  // namespace devmap

@@ -42,10 +42,11 @@ struct SessionJob {
     j.hosts = hosts;
     return j;
   }
-  static SessionJob infer(std::vector<int> outputs, int64_t batch) {
+  static SessionJob infer(std::vector<int> outputs, int64_t batch, const HostStages* hosts = nullptr) {
     SessionJob j;
     j.outputs = std::move(outputs);
     j.batch = batch;
+    j.hosts = hosts;
     return j;
   }
 };

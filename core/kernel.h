@@ -46,7 +46,12 @@ struct BackwardArgs {
   // data means that input needs no gradient.
   std::span<const TensorView> d_inputs;
   // Gradients w.r.t. params: overwritten when accumulate is false, added to
-  // when true (micro-batches of one step).
+  // when true (micro-batches of one step). A CPU kernel adds this batch's
+  // whole gradient, rounded to float once, to each element (g + (a + b +
+  // ...), never (g + a) + b): what a data-parallel sum of whole replica
+  // gradients does, so replicas and micro-batches give the same bits. (The
+  // dense kernel's GEMM does so while a micro-batch fits one of OpenBLAS's
+  // K blocks, a few hundred samples; past that it adds block by block.)
   std::span<const TensorView> d_params;
   bool accumulate = false;
   KernelContext& ctx;

@@ -24,6 +24,8 @@ const std::string kCoordinator = DEVMAP_COORDINATOR_BIN;
 // The build folder: launch.sh runs it on every host (DEVMAP_BUILD_DIR).
 const std::string kBuildDir = std::filesystem::path(kCoordinator).parent_path().parent_path().string();
 
+const std::string kTestImages = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+
 // A small CNN split over two workers on node1, trained for a few steps.
 const std::string kHostedConfig = R"(hosts: [node1, node2]
 model:
@@ -475,8 +477,9 @@ std::string split_across_hosts() {
 // its gradient back) cross from node1 to node2 and back through MPI, four
 // 1F1B micro-batches a step, and training gives the bits of the same split
 // on one machine; a job stopped after 10 steps resumes to them too, node2's
-// parameters coming from rank 0's checkpoint.
-TEST_F(JobAcrossHosts, PipelineStagesOnTwoHostsTrainTheBitsOfTheSameSplitOnOneHost) {
+// parameters coming from rank 0's checkpoint; and prediction across the
+// hosts writes the one machine's predictions.
+TEST_F(JobAcrossHosts, PipelineStagesOnTwoHostsTrainAndPredictTheBitsOfTheSameSplitOnOneHost) {
   write_file(shared_ + "/hosted.yaml", split_across_hosts());
   const std::vector<std::string> job{"--set",       "data.train_limit=1280",
                                      "--set",       "data.test_limit=512",
@@ -517,6 +520,35 @@ TEST_F(JobAcrossHosts, PipelineStagesOnTwoHostsTrainTheBitsOfTheSameSplitOnOneHo
   ProcessResult rest = launch(shared_ + "/hosted.yaml", with("resumed", {"--resume"}));
   ASSERT_EQ(rest.exit_code, 0) << rest.err;
   EXPECT_TRUE(read_file(shared_ + "/resumed.safetensors") == weights);
+
+  // Prediction across the hosts (the subcommand first, then the config):
+  // rank 0 reads the weights and sends node2 its layers', node2 predicts
+  // and sends rank 0 its rows; the file is the one machine's, byte for byte.
+  auto predict = [&](const std::string& config, const std::string& csv) {
+    return std::vector<std::string>{config,
+                                    "--weights",
+                                    shared_ + "/hosted.safetensors",
+                                    "--input",
+                                    kTestImages,
+                                    "--output",
+                                    shared_ + "/" + csv,
+                                    "--probabilities"};
+  };
+  const auto before_predict = bytes("node2");
+  ProcessResult hosted_predict = launch("predict", predict(shared_ + "/hosted.yaml", "hosted.csv"));
+  const auto after_predict = bytes("node2");
+  ASSERT_EQ(hosted_predict.exit_code, 0) << hosted_predict.err;
+  ProcessResult local_predict = run_here(
+      "predict", predict(std::string(DEVMAP_SOURCE_DIR) + "/configs/fashion_mnist_cnn_split.yaml", "local.csv"));
+  ASSERT_EQ(local_predict.exit_code, 0) << local_predict.err;
+  const std::string predictions = read_file(shared_ + "/hosted.csv");
+  EXPECT_GT(predictions.size(), 10000u * 20);
+  EXPECT_TRUE(predictions == read_file(shared_ + "/local.csv"));
+  EXPECT_TRUE(contains(hosted_predict.out, "wrote 10000 predictions to " + shared_ + "/hosted.csv"))
+      << hosted_predict.out;
+  // The 10000 images' pool2 activations went in, their 10 scores and label came back.
+  EXPECT_GE(after_predict.first - before_predict.first, uint64_t{10000} * 3136 * 4);
+  EXPECT_GE(after_predict.second - before_predict.second, uint64_t{10000} * 11 * 4);
   EXPECT_EQ(devmap_processes("node1") + devmap_processes("node2"), "");
   EXPECT_EQ(in_host("node1", "ls -A /dev/shm").out + in_host("node2", "ls -A /dev/shm /tmp | grep -c devmap; true").out,
             "0\n");
