@@ -349,6 +349,39 @@ TEST_F(JobAcrossHosts, AKilledWorkerOfAReplicaStopsTheJobAndTheReplicasResumeIt)
   EXPECT_TRUE(read_file(shared_ + "/dp.safetensors") == read_file(shared_ + "/whole.safetensors"));
 }
 
+// A checkpoint is the job's, not its layout's: 10 steps of two replicas
+// resume on one machine, and 10 steps of one machine resume as two
+// replicas, each to the bits of one machine that ran all 20 steps as two
+// lock-step micro-batches (what two replicas compute).
+TEST_F(JobAcrossHosts, CheckpointsResumeWithAnotherNumberOfReplicas) {
+  write_file(shared_ + "/local.yaml", local_config());
+  const std::string micro = "train.pipeline={schedule: none, micro_batches: 2}";
+  auto args = [&](const std::string& name, int steps, std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"--set", "train.max_steps=" + std::to_string(steps), "--set",
+                               "train.checkpoint=" + shared_ + "/" + name + ".safetensors"});
+    return extra;
+  };
+  ProcessResult whole = run_here(shared_ + "/local.yaml", args("whole", 20, {"--set", micro}));
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  const std::string weights = read_file(shared_ + "/whole.safetensors");
+  EXPECT_GT(weights.size(), 100000u);
+
+  ProcessResult replicated = launch(shared_ + "/local.yaml", args("a", 10, {"--set", "data_parallel.replicas=2"}));
+  ASSERT_EQ(replicated.exit_code, 0) << replicated.err;
+  ProcessResult here = run_here(shared_ + "/local.yaml", args("a", 20, {"--set", micro, "--resume"}));
+  ASSERT_EQ(here.exit_code, 0) << here.err;
+  EXPECT_TRUE(contains(here.out, "10 of 20 steps (resumed at step 10)")) << here.out;
+  EXPECT_TRUE(read_file(shared_ + "/a.safetensors") == weights);
+
+  ProcessResult one = run_here(shared_ + "/local.yaml", args("b", 10, {"--set", micro}));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ProcessResult replicas =
+      launch(shared_ + "/local.yaml", args("b", 20, {"--set", "data_parallel.replicas=2", "--resume"}));
+  ASSERT_EQ(replicas.exit_code, 0) << replicas.err;
+  EXPECT_TRUE(contains(replicas.out, "10 of 20 steps (resumed at step 10)")) << replicas.out;
+  EXPECT_TRUE(read_file(shared_ + "/b.safetensors") == weights);
+}
+
 // A replica's device that holds no trained parameter (here cpu:1 runs only
 // the flatten) takes part in the step and sends no gradients.
 TEST_F(JobAcrossHosts, AReplicaDeviceWithoutParametersTakesPartWithoutGradients) {
