@@ -11,6 +11,14 @@
 #       DEVMAP_BUILD_DIR set, uses that already-built folder instead.
 #   metric FILE EVENT KEY
 #       the value of KEY in the last EVENT line of a metrics.jsonl file.
+#   bench_testbed PREFIX
+#       (root, MPI in the build) makes a 2-host test bed of scripts/testbed.sh
+#       named PREFIX<pid>, removed on exit, and sets $shared: a folder under
+#       the build folder (every host sees it), removed on exit too.
+#   bench_on_hosts ARG...
+#       runs scripts/launch.sh --hosts node1,node2 ARG... from node1 of that
+#       test bed, in $shared, with the build $dir and MPI on eth0; stdout
+#       discarded, stderr in $out/err.
 #   bench_machine
 #       prints the machine: CPU model, its vector units, OPENBLAS_CORETYPE as
 #       found (never set here) and, where bench_build built gemm_probe, the
@@ -60,6 +68,23 @@ bench_build() {
   fi
   out=$(mktemp -d)
   trap 'rm -rf "$out"' EXIT
+}
+
+bench_testbed() {
+  export DEVMAP_TESTBED_NAME=$1$$
+  "$root/scripts/testbed.sh" check || exit
+  shared="$dir/bench-$1-$$"
+  mkdir -p "$shared"
+  trap '"$root/scripts/testbed.sh" down; rm -rf "$out" "$shared"' EXIT
+  "$root/scripts/testbed.sh" up 2
+}
+
+bench_on_hosts() {
+  local mpirun_args="--mca plm_rsh_agent $root/scripts/testbed_rsh.sh -x DEVMAP_TESTBED_NAME=$DEVMAP_TESTBED_NAME"
+  "$root/scripts/testbed.sh" exec node1 sh -c "cd $(printf %q "$shared") && exec env \
+    DEVMAP_BUILD_DIR=$(printf %q "$dir") DEVMAP_MPI_INTERFACE=eth0 \
+    DEVMAP_MPIRUN_ARGS=$(printf %q "$mpirun_args -wdir $shared") \
+    $(printf %q "$root/scripts/launch.sh") --hosts node1,node2 $(printf '%q ' "$@")" >/dev/null 2>"$out/err"
 }
 
 metric() {

@@ -19,27 +19,18 @@ runs=3
 steps=150
 bench_options 13 --runs=runs --steps=steps -- "$@"
 bench_build
-export DEVMAP_TESTBED_NAME=dpb$$
-"$root/scripts/testbed.sh" check || exit
-# The runs' files go where every host sees them: under the build folder.
-shared="$dir/bench-data-parallel-$$"
-mkdir -p "$shared"
-trap '"$root/scripts/testbed.sh" down; rm -rf "$out" "$shared"' EXIT
-"$root/scripts/testbed.sh" up 2
+bench_testbed dpb
 bench_machine
 config="$root/configs/fashion_mnist_cnn.yaml"
 common=(--set devices.cpu:0.threads=1 --set data.train_limit=$((steps * 128)) --set data.test_limit=256
   --set train.epochs=1 --set train.max_steps="$steps")
 
-run() {  # NAME RUN [ARGS]: one run, its metrics in $shared/NAME-RUN.jsonl; replicas2 takes ARGS too
-  local name=$1 k=$2 extra=${3:-} metrics="$shared/$1-$2.jsonl" ckpt="$shared/$1-$2.safetensors"
+run() {  # NAME RUN [ARG...]: one run, its metrics in $shared/NAME-RUN.jsonl; replicas2 takes the ARGs too
+  local name=$1 k=$2 metrics="$shared/$1-$2.jsonl" ckpt="$shared/$1-$2.safetensors"
+  shift 2
   case "$name" in
-    replicas2)
-      "$root/scripts/testbed.sh" exec node1 sh -c "cd '$shared' && exec env DEVMAP_BUILD_DIR='$dir' \
-        DEVMAP_MPI_INTERFACE=eth0 DEVMAP_MPIRUN_ARGS='--mca plm_rsh_agent $root/scripts/testbed_rsh.sh \
-        -x DEVMAP_TESTBED_NAME=$DEVMAP_TESTBED_NAME -wdir $shared' '$root/scripts/launch.sh' --hosts node1,node2 \
-        '$config' ${common[*]} --set data_parallel.replicas=2 --set train.batch_size=128 \
-        --set train.checkpoint='$ckpt' --metrics '$metrics' $extra" >/dev/null 2>"$out/err" ;;
+    replicas2) bench_on_hosts "$config" "${common[@]}" --set data_parallel.replicas=2 --set train.batch_size=128 \
+      --set train.checkpoint="$ckpt" --metrics "$metrics" "$@" ;;
     one) (cd "$shared" && "$dir/bin/coordinator" "$config" "${common[@]}" --set train.checkpoint="$ckpt" \
       --metrics "$metrics") >/dev/null 2>"$out/err" ;;
     threads2) (cd "$shared" && "$dir/bin/coordinator" "$config" "${common[@]}" --set devices.cpu:0.threads=2 \
@@ -65,5 +56,5 @@ for name, text in zip(names, sys.argv[1:]):
 print(f"2 replicas / 1 replica, 1 thread each: {medians[0] / medians[1]:.2f}x")
 EOF
 trace_from=$((steps / 2))
-run replicas2 traced "--trace '$shared/replicas2.json' --trace-steps $trace_from:$((trace_from + 19))" >/dev/null
+run replicas2 traced --trace "$shared/replicas2.json" --trace-steps "$trace_from:$((trace_from + 19))" >/dev/null
 python3 "$root/bench/trace_report.py" "$shared/replicas2.json" | grep '^gradient sums'

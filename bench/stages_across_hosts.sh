@@ -19,13 +19,7 @@ runs=3
 steps=150
 bench_options 15 --runs=runs --steps=steps -- "$@"
 bench_build
-export DEVMAP_TESTBED_NAME=stb$$
-"$root/scripts/testbed.sh" check || exit
-# The runs' files go where every host sees them: under the build folder.
-shared="$dir/bench-stages-$$"
-mkdir -p "$shared"
-trap '"$root/scripts/testbed.sh" down; rm -rf "$out" "$shared"' EXIT
-"$root/scripts/testbed.sh" up 2
+bench_testbed stb
 bench_machine
 config="$root/configs/fashion_mnist_cnn_split.yaml"
 # The hosted config: the devices carry their hosts.
@@ -38,12 +32,7 @@ common=(--set data.train_limit=$((steps * 64)) --set data.test_limit=256 --set t
 run() {  # NAME RUN: one run, its metrics in $shared/NAME-RUN.jsonl
   local name=$1 k=$2 metrics="$shared/$1-$2.jsonl" ckpt="$shared/$1-$2.safetensors"
   case "$name" in
-    hosts)
-      "$root/scripts/testbed.sh" exec node1 sh -c "cd '$shared' && exec env DEVMAP_BUILD_DIR='$dir' \
-        DEVMAP_MPI_INTERFACE=eth0 DEVMAP_MPIRUN_ARGS='--mca plm_rsh_agent $root/scripts/testbed_rsh.sh \
-        -x DEVMAP_TESTBED_NAME=$DEVMAP_TESTBED_NAME -wdir $shared' '$root/scripts/launch.sh' --hosts node1,node2 \
-        '$shared/hosted.yaml' ${common[*]@Q} --set train.checkpoint='$ckpt' --metrics '$metrics'" \
-        >/dev/null 2>"$out/err" ;;
+    hosts) bench_on_hosts "$shared/hosted.yaml" "${common[@]}" --set train.checkpoint="$ckpt" --metrics "$metrics" ;;
     one) (cd "$shared" && "$dir/bin/coordinator" "$config" "${common[@]}" --set train.checkpoint="$ckpt" \
       --metrics "$metrics") >/dev/null 2>"$out/err" ;;
   esac || { echo "stages_across_hosts.sh: the $name run failed:" >&2; tail -5 "$out/err" >&2; exit 1; }
