@@ -177,7 +177,7 @@ class Trainer {
                     std::to_string(tc_.max_restarts) + ")";
           // A checkpoint this run wrote (on another host: sent to rank 0's
           // file) or resumed from is where the job continues.
-          if (saved_ || last_saved_step_ >= 0 || options_.resume)
+          if (!interrupted() && (saved_ || last_saved_step_ >= 0 || options_.resume))
             what += "\ndevmap: the newest checkpoint is " + store_.path() + "; resume with: " + options_.resume_command;
           throw WorkerFailed(what);
         }
