@@ -157,13 +157,16 @@ slurm_why_not() {
   [[ -n "$(hosts_up)" ]] || echo "test bed '$name' is not up (run: scripts/testbed.sh up)"
 }
 
+# Whether every node of the test bed's Slurm is idle (ready for a job).
+slurm_idle() {
+  [[ $(SLURM_CONF="$state/slurm/conf" in_host_run node1 sinfo -h -o %T 2>/dev/null) == idle ]]
+}
+
 slurm_up() {
   local reason s=$state/slurm h i
   reason=$(slurm_why_not)
   [[ -z "$reason" ]] || { echo "testbed.sh: no Slurm here: $reason" >&2; exit 77; }
-  if [[ -e "$s/conf" ]] && SLURM_CONF="$s/conf" in_host_run node1 sinfo -h -o %T 2>/dev/null | grep -q idle; then
-    return 0
-  fi
+  if [[ -e "$s/conf" ]] && slurm_idle; then return 0; fi
   rm -rf "$s"
   mkdir -p "$s/state"
   chmod 700 "$s"
@@ -217,27 +220,31 @@ slurm_up() {
     in_host_run "$h" slurmd -f "$s/conf" || die "slurmd did not start on $h (see $s/slurmd-$h.log)"
   done
   for _ in $(seq 150); do
-    [[ $(SLURM_CONF="$s/conf" in_host_run node1 sinfo -h -o %T 2>/dev/null) == idle ]] && break
+    slurm_idle && break
     sleep 0.2
   done
-  [[ $(SLURM_CONF="$s/conf" in_host_run node1 sinfo -h -o %T 2>/dev/null) == idle ]] ||
-    die "Slurm's nodes did not come up (see $s/slurmctld.log and $s/slurmd-*.log)"
+  slurm_idle || die "Slurm's nodes did not come up (see $s/slurmctld.log and $s/slurmd-*.log)"
   echo "testbed.sh: Slurm up (test bed '$name'): partition testbed on $(hosts_up | paste -sd, -)" >&2
 }
 
-# in_host without exec: runs CMD inside HOST and returns.
-in_host_run() {
-  local h=$1
-  shift
-  host_alive "$h" || die "host '$h' is not up (test bed '$name'; run: scripts/testbed.sh up)"
-  nsenter --target "$(host_pid "$h")" --net --uts --mount -- "$@"
+# Sets `enter` to the command prefix that runs a command inside HOST.
+host_enter() {
+  host_alive "$1" || die "host '$1' is not up (test bed '$name'; run: scripts/testbed.sh up)"
+  enter=(nsenter --target "$(host_pid "$1")" --net --uts --mount --)
 }
-
-in_host() {
-  local h=$1
+# in_host_run HOST CMD...: runs CMD inside HOST and returns its status;
+# in_host HOST CMD... replaces this script with it.
+in_host_run() {
+  local enter
+  host_enter "$1"
   shift
-  host_alive "$h" || die "host '$h' is not up (test bed '$name'; run: scripts/testbed.sh up)"
-  exec nsenter --target "$(host_pid "$h")" --net --uts --mount -- "$@"
+  "${enter[@]}" "$@"
+}
+in_host() {
+  local enter
+  host_enter "$1"
+  shift
+  exec "${enter[@]}" "$@"
 }
 
 cmd=${1:-}

@@ -52,6 +52,12 @@ std::string local_config() {
   return text.substr(text.find('\n') + 1);
 }
 
+// The same CNN as pipeline stages on two hosts: cpu:1 (the dense layers)
+// on node2.
+std::string stages_config() {
+  return std::regex_replace(kHostedConfig, std::regex("node1/cpu:1"), "node2/cpu:1");
+}
+
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
 }
@@ -264,7 +270,7 @@ TEST_F(JobAcrossHosts, AKilledRankStopsTheJobOnEveryHostAndResumeContinuesIt) {
 // the launch.sh --hosts line that resumes it, and the resumed job ends with
 // the weights of the same split trained on one machine without a stop.
 TEST_F(JobAcrossHosts, AKilledWorkerOfAStageStopsTheJobAndResumeContinuesIt) {
-  write_file(shared_ + "/stages.yaml", std::regex_replace(kHostedConfig, std::regex("node1/cpu:1"), "node2/cpu:1"));
+  write_file(shared_ + "/stages.yaml", stages_config());
   write_file(shared_ + "/local.yaml", local_config());
   BackgroundProcess job({kTestbed, "exec", "node1", "sh", "-c",
                          launch_line(shared_ + "/stages.yaml", kill_test_args({}, shared_, "stages.safetensors"))},
@@ -298,7 +304,7 @@ TEST_F(JobAcrossHosts, SrunStartsStagesAndReplicasAcrossTheHosts) {
     for (const std::string& a : args) line += " " + shell_quote(a);
     return run_process({"sh", "-c", line}, dir_->path(), env());
   };
-  write_file(shared_ + "/stages.yaml", std::regex_replace(kHostedConfig, std::regex("node1/cpu:1"), "node2/cpu:1"));
+  write_file(shared_ + "/stages.yaml", stages_config());
   write_file(shared_ + "/local.yaml", local_config());
   const auto before = bytes("node2");
   ProcessResult stages = srun(shared_ + "/stages.yaml", {"--set", "train.checkpoint=" + shared_ + "/s.safetensors"});
