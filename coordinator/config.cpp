@@ -135,6 +135,7 @@ TrainConfig read_train(const YamlSource& src, const YAML::Node& node) {
   train.max_steps = map.get_int("max_steps", train.max_steps, 0);
   train.seed = map.get_uint("seed", train.seed);
   train.shuffle = map.get_bool("shuffle", train.shuffle);
+  train.gradient_chunk = map.get_int("gradient_chunk", train.gradient_chunk, 0, kMaxBatch);
   train.checkpoint = map.get_string("checkpoint", train.checkpoint);
   train.checkpoint_every = map.get_int("checkpoint_every", train.checkpoint_every, 0);
   train.keep_checkpoints = map.get_int("keep_checkpoints", train.keep_checkpoints, 1, 1000);

@@ -56,6 +56,9 @@ struct TrainConfig {
   int64_t max_steps = 0;  // stop after this many steps in total (0 = no limit)
   uint64_t seed = 0;
   bool shuffle = true;
+  // Parameter gradients are summed over chunks of this many samples, the
+  // chunks added in order (Executor::set_gradient_chunk; 0: whole batches).
+  int64_t gradient_chunk = 32;
   OptimizerConfig optimizer;
   // Where the weights go (safetensors) at the end and every
   // checkpoint_every steps (0: only at the end); the training state goes

@@ -77,12 +77,16 @@ std::optional<std::string> configs_differ(const std::vector<RankFacts>& ranks) {
   return std::nullopt;
 }
 
-std::optional<std::string> two_ranks_on_a_host(const std::vector<RankFacts>& ranks) {
+// Replicas are one per rank, several to a host if the launcher says so; any
+// other job has one rank per host (its devices' hosts name the ranks).
+std::optional<std::string> two_ranks_on_a_host(const std::vector<RankFacts>& ranks, const Config& config) {
+  if (config.data_parallel.replicas > 1) return std::nullopt;
   for (size_t a = 0; a < ranks.size(); ++a)
     for (size_t b = a + 1; b < ranks.size(); ++b)
       if (ranks[a].host == ranks[b].host)
         return "ranks " + std::to_string(a) + " and " + std::to_string(b) + " both run on " + ranks[a].host +
-               ": a job has one rank per host (mpirun --map-by ppr:1:node, srun --ntasks-per-node=1)";
+               ": a job has one rank per host (mpirun --map-by ppr:1:node, srun --ntasks-per-node=1), or one per "
+               "replica with data_parallel.replicas";
   return std::nullopt;
 }
 
@@ -197,17 +201,20 @@ bool names_host(const std::string& name, const RankFacts& rank) {
 
 std::optional<std::string> job_ranks_problem(const std::vector<RankFacts>& ranks, const Config& config, bool launched) {
   if (ranks.empty()) return "a job needs at least one rank";
-  for (auto check : {builds_differ, configs_differ, two_ranks_on_a_host})
+  for (auto check : {builds_differ, configs_differ})
     if (auto problem = check(ranks)) return problem;
+  if (auto problem = two_ranks_on_a_host(ranks, config)) return problem;
   if (auto problem = hosts_differ(ranks, config, launched)) return problem;
   const int64_t replicas = config.data_parallel.replicas;
   if (replicas > 1 && replicas != static_cast<int64_t>(ranks.size()))
     return config.data_parallel.loc.prefix() + "data_parallel.replicas " + std::to_string(replicas) +
-           " runs one replica per host, but " +
+           " runs one replica per rank, but " +
            (launched ? "the launcher started " + std::to_string(ranks.size()) + " rank" +
                            (ranks.size() == 1 ? "" : "s") + " (on " + rank_hosts(ranks) + ")"
                      : "no MPI launcher started this process, on " + ranks[0].host) +
-           ": start " + std::to_string(replicas) + " ranks, one per host (scripts/launch.sh --hosts)";
+           ": start " + std::to_string(replicas) +
+           " ranks (scripts/launch.sh --hosts node1,node2, or node1:2 for two "
+           "on node1)";
   if (auto problem = devices_declared_twice(ranks, config)) return problem;
   return stages_and_restarts(ranks, config);
 }

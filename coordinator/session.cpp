@@ -141,6 +141,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, S
     l.plan.threads = d->threads;
     l.plan.affinity = d->affinity;
     l.plan.seed = config.train.seed;
+    l.plan.gradient_chunk = config.train.gradient_chunk;
     l.plan.training = job.training;
     l.plan.profile = options.profile;
     l.plan.optimizer = config.train.optimizer;

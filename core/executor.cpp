@@ -464,8 +464,33 @@ void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContex
   }
   TensorView out{nullptr, node.out_shape_for(batch)};
   if (node.schema->backward_needs_output) out = view(ins.node, batch);
-  kernels_[static_cast<size_t>(ins.node)]->backward(
-      BackwardArgs{node, inputs, params, out, view(ins.in[0], batch), d_inputs, d_params, accumulate, ctx});
+  TensorView d_out = view(ins.in[0], batch);
+  OpKernel& kernel = *kernels_[static_cast<size_t>(ins.node)];
+  const bool sums_gradients =
+      std::any_of(d_params.begin(), d_params.end(), [](const TensorView& g) { return !g.empty(); });
+  if (gradient_chunk_ <= 0 || batch <= gradient_chunk_ || !sums_gradients || node.schema->couples_samples) {
+    kernel.backward(BackwardArgs{node, inputs, params, out, d_out, d_inputs, d_params, accumulate, ctx});
+    return;
+  }
+  if (kernel.sums_gradient_chunks()) {
+    kernel.backward(
+        BackwardArgs{node, inputs, params, out, d_out, d_inputs, d_params, accumulate, ctx, gradient_chunk_});
+    return;
+  }
+  // Chunks of gradient_chunk_ samples, in order, each adding its whole
+  // gradient to what the chunks before it left (core/kernel.h).
+  std::vector<TensorView> chunk_inputs(inputs), chunk_d_inputs(d_inputs);
+  const int64_t offset = ctx.sample_offset;
+  for (int64_t first = 0; first < batch; first += gradient_chunk_) {
+    const int64_t count = std::min(gradient_chunk_, batch - first);
+    for (size_t k = 0; k < inputs.size(); ++k) chunk_inputs[k] = batch_rows(inputs[k], first, count);
+    for (size_t k = 0; k < d_inputs.size(); ++k) chunk_d_inputs[k] = batch_rows(d_inputs[k], first, count);
+    ctx.sample_offset = offset + first;
+    kernel.backward(BackwardArgs{node, chunk_inputs, params, batch_rows(out, first, count),
+                                 batch_rows(d_out, first, count), chunk_d_inputs, d_params, accumulate || first > 0,
+                                 ctx});
+  }
+  ctx.sample_offset = offset;
 }
 
 void Executor::finish_step(const StepInfo& info) {

@@ -118,6 +118,14 @@ class Executor {
   // Records every instruction, slot wait and optimizer update into `trace`
   // from now on (null: stop); the caller owns it (--trace).
   void set_trace(TraceBuffer* trace) { trace_ = trace; }
+  // A backward pass of more than `samples` samples runs each op that has
+  // trained parameters (and does not couple its samples, as batch_norm
+  // does) on consecutive chunks of `samples`, each chunk adding its whole
+  // gradient to what the chunks before it left. A step cut into
+  // micro-batches of multiples of `samples` then adds the same chunk
+  // gradients in the same order as the whole batch: the same bits.
+  // 0: the whole batch in one call.
+  void set_gradient_chunk(int64_t samples) { gradient_chunk_ = samples; }
   // Called after each instruction that run() finishes, on its thread (a
   // data-parallel worker hands each gradient over once its op's backward
   // has made it). Empty: nothing is called.
@@ -227,6 +235,7 @@ class Executor {
   std::vector<const float*> parts_;  // kSumGrads scratch
   size_t workspace_bytes_ = 0;
   int64_t max_batch_ = 0;
+  int64_t gradient_chunk_ = 0;
 };
 
 }  // namespace devmap

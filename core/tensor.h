@@ -22,6 +22,15 @@ struct TensorView {
   float& operator[](int64_t i) const { return data[i]; }
 };
 
+// Samples [first, first + count) of a view whose first dimension is the
+// batch (a view without data stays without data).
+inline TensorView batch_rows(const TensorView& v, int64_t first, int64_t count) {
+  std::vector<int64_t> dims = v.shape.dims();
+  const int64_t per_sample = dims[0] == 0 ? 0 : v.shape.numel() / dims[0];
+  dims[0] = count;
+  return TensorView{v.data == nullptr ? nullptr : v.data + first * per_sample, Shape(std::move(dims))};
+}
+
 // Owned, zero-initialised, 64-byte aligned float storage.
 class Buffer {
  public:

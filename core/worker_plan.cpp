@@ -114,6 +114,7 @@ std::string encode_worker_plan(const WorkerPlan& p) {
   w.put<uint32_t>(static_cast<uint32_t>(p.affinity.size()));
   for (int c : p.affinity) w.put<int32_t>(c);
   w.put<uint64_t>(p.seed);
+  w.put<int64_t>(p.gradient_chunk);
   w.put<uint8_t>(p.training ? 1 : 0);
   w.put<uint8_t>(p.profile ? 1 : 0);
   w.put<int32_t>(static_cast<int32_t>(p.optimizer.kind));
@@ -160,6 +161,7 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
   uint32_t ncores = r.get_count(4);
   for (uint32_t k = 0; k < ncores; ++k) p.affinity.push_back(r.get<int32_t>());
   p.seed = r.get<uint64_t>();
+  p.gradient_chunk = r.get<int64_t>();
   p.training = r.get<uint8_t>() != 0;
   p.profile = r.get<uint8_t>() != 0;
   int32_t kind = r.get<int32_t>();

@@ -34,6 +34,7 @@ struct WorkerPlan {
   int threads = 1;
   std::vector<int> affinity;  // CPU cores the worker's threads are pinned to (empty: not pinned)
   uint64_t seed = 0;
+  int64_t gradient_chunk = 0;  // train.gradient_chunk (Executor::set_gradient_chunk)
   bool training = true;
   bool profile = false;  // time every op (--profile)
   OptimizerConfig optimizer;

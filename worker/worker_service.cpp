@@ -157,6 +157,7 @@ class Worker {
     }
     exec_ = std::make_unique<Executor>(plan_.graph, std::move(program), *rt.kernels, plan_.optimizer, plan_.threads,
                                        plan_.seed, &mine, &partition_.edges, channel_.get(), memory_.get());
+    exec_->set_gradient_chunk(plan_.gradient_chunk);
     for (int node : plan_.layout.input_nodes) exec_->set_external(node);
     for (int node : plan_.output_layout.input_nodes)
       if (exec_->is_local(node)) exec_->set_external(node);

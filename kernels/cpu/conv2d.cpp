@@ -124,46 +124,23 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
   });
 }
 
-void Conv2dKernel::backward(const BackwardArgs& args) {
-  const ConvGeometry g = geometry_of(args.node);
-  const int64_t batch = args.d_output.shape[0];
-  const int64_t lane_count = lanes(batch), p = g.positions(), o_n = g.filters, og = g.group_filters();
-  const float* dy = args.d_output.data;
-  float* dx = args.d_inputs[0].data;
-  float* dw = args.d_params[0].data;
-  float* db = args.d_params.size() > 1 ? args.d_params[1].data : nullptr;
-
-  if (db != nullptr) {
-    // db[o] = sum over samples (in order) of the sum over positions; one o per task.
-    parallel_for(args.ctx.pool, o_n, [&](int64_t begin, int64_t end) {
-      for (int64_t o = begin; o < end; ++o) {
-        double sum = 0.0;
-        for (int64_t n = 0; n < batch; ++n) sum += sum_fixed_order(dy + (n * o_n + o) * p, p);
-        db[o] = args.accumulate ? db[o] + static_cast<float>(sum) : static_cast<float>(sum);
-      }
-    });
-  }
-  if (dw == nullptr && dx == nullptr) return;
-  if (batch == 0) {  // no samples: a zero weight gradient (the lanes would leave theirs unwritten)
-    if (dw != nullptr && !args.accumulate) std::fill(dw, dw + o_n * g.patch(), 0.0f);
-    return;
-  }
-
-  const ConvAlgorithm algo = algorithm(args.node);
-  check_workspace(args.node, conv_cpu_workspace_bytes(g, algo, lane_count), args.ctx);
-  const float* x = args.inputs[0].data;
-  const float* w = args.params[0].data;
-  if (algo == ConvAlgorithm::kWinograd) {
-    const WinogradConv wino(g);
-    if (dw != nullptr)
-      wino.backward_weights(args.ctx.pool, batch, lane_count, x, dy, dw, args.accumulate, args.ctx.workspace);
-    if (dx != nullptr) wino.backward_input(args.ctx.pool, batch, lane_count, dy, w, dx, args.ctx.workspace);
-    return;
-  }
+// The GEMM algorithm's backward over samples [n0, n0 + batch): dx of those
+// samples (when dx is not null), and their weight gradient (when dw is not
+// null), which the lanes compute in parts and add in lane order, then add
+// to dw (accumulate) or write.
+void Conv2dKernel::backward_gemm(const GemmPass& pass) const {
+  const ConvGeometry& g = pass.g;
   const GemmConvLayout lay(g);
-  parallel_for(args.ctx.pool, lane_count, [&](int64_t l0, int64_t l1) {
+  const int64_t batch = pass.count, lane_count = lanes(batch), p = g.positions(), o_n = g.filters;
+  const int64_t og = g.group_filters();
+  const float* x = pass.x + pass.first * g.channels * g.in_plane();
+  const float* dy = pass.dy + pass.first * o_n * p;
+  float* dx = pass.dx == nullptr ? nullptr : pass.dx + pass.first * g.channels * g.in_plane();
+  float* dw = pass.dw;
+  float* workspace = pass.workspace;
+  parallel_for(pass.pool, lane_count, [&](int64_t l0, int64_t l1) {
     for (int64_t l = l0; l < l1; ++l) {
-      float* ws = args.ctx.workspace + l * lay.lane;
+      float* ws = workspace + l * lay.lane;
       float* cols = ws + lay.cols;
       float* dw_lane = ws + lay.dw;
       const auto [begin, end] = split_range(batch, lane_count, l);
@@ -190,7 +167,7 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
           }
           if (dx != nullptr) {
             // dcols [(C/G)*K*K, count*P] = W_gi^T * dy_gi, then col2im into dx.
-            sgemm(true, false, g.patch(), ld, og, w + gi * og * g.patch(), g.patch(), dy_gi, ld, 0.0f, cols, ld);
+            sgemm(true, false, g.patch(), ld, og, pass.w + gi * og * g.patch(), g.patch(), dy_gi, ld, 0.0f, cols, ld);
             const int64_t kk = g.kernel * g.kernel;
             for (int64_t s = 0; s < count; ++s)
               for (int64_t c = 0; c < g.group_channels(); ++c)
@@ -201,18 +178,90 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
     }
   });
   if (dw == nullptr) return;
-  // dW [+]= (dW_0 + dW_1 + ...), the lanes added in order first: a batch's
-  // whole gradient, then added to what earlier micro-batches left, as a sum
-  // across data-parallel replicas adds whole gradients. Elementwise, so any
-  // split of the elements gives the same bits.
+  // dW [+]= (dW_0 + dW_1 + ...), the lanes added in order first: the
+  // samples' whole gradient, then added to what earlier chunks and
+  // micro-batches left (core/kernel.h). Elementwise, so any split of the
+  // elements gives the same bits.
   const int64_t n_w = o_n * g.patch();
-  parallel_for_elements(args.ctx.pool, n_w, [&](int64_t begin, int64_t end) {
+  parallel_for_elements(pass.pool, n_w, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      float s = args.ctx.workspace[lay.dw + i];
-      for (int64_t l = 1; l < lane_count; ++l) s += args.ctx.workspace[l * lay.lane + lay.dw + i];
-      dw[i] = args.accumulate ? dw[i] + s : s;
+      float s = workspace[lay.dw + i];
+      for (int64_t l = 1; l < lane_count; ++l) s += workspace[l * lay.lane + lay.dw + i];
+      dw[i] = pass.accumulate ? dw[i] + s : s;
     }
   });
+}
+
+void Conv2dKernel::backward(const BackwardArgs& args) {
+  const ConvGeometry g = geometry_of(args.node);
+  const int64_t batch = args.d_output.shape[0];
+  const int64_t p = g.positions(), o_n = g.filters;
+  const float* dy = args.d_output.data;
+  float* dx = args.d_inputs[0].data;
+  float* dw = args.d_params[0].data;
+  float* db = args.d_params.size() > 1 ? args.d_params[1].data : nullptr;
+  // The parameter gradients go one gradient chunk [n0, n0 + count) after
+  // another, each as a call with those samples alone computes it; dx does
+  // not sum over samples and is computed once.
+  const int64_t chunk = args.gradient_chunk > 0 ? args.gradient_chunk : std::max<int64_t>(batch, 1);
+  auto for_chunks = [&](const auto& fn) {
+    for (int64_t n0 = 0; n0 < batch; n0 += chunk) fn(n0, std::min(chunk, batch - n0), args.accumulate || n0 > 0);
+  };
+
+  if (db != nullptr) {
+    // db[o] = sum over samples (in order) of the sum over positions; one o per task.
+    for_chunks([&](int64_t n0, int64_t count, bool add) {
+      parallel_for(args.ctx.pool, o_n, [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o) {
+          double sum = 0.0;
+          for (int64_t n = n0; n < n0 + count; ++n) sum += sum_fixed_order(dy + (n * o_n + o) * p, p);
+          db[o] = add ? db[o] + static_cast<float>(sum) : static_cast<float>(sum);
+        }
+      });
+    });
+    if (batch == 0 && !args.accumulate) std::fill(db, db + o_n, 0.0f);
+  }
+  if (dw == nullptr && dx == nullptr) return;
+  if (batch == 0) {  // no samples: a zero weight gradient (the lanes would leave theirs unwritten)
+    if (dw != nullptr && !args.accumulate) std::fill(dw, dw + o_n * g.patch(), 0.0f);
+    return;
+  }
+
+  const ConvAlgorithm algo = algorithm(args.node);
+  check_workspace(args.node, conv_cpu_workspace_bytes(g, algo, lanes(batch)), args.ctx);
+  const float* x = args.inputs[0].data;
+  const float* w = args.params[0].data;
+  if (algo == ConvAlgorithm::kWinograd) {
+    const WinogradConv wino(g);
+    if (dw != nullptr)
+      for_chunks([&](int64_t n0, int64_t count, bool add) {
+        wino.backward_weights(args.ctx.pool, count, lanes(count), x + n0 * g.channels * g.in_plane(), dy + n0 * o_n * p,
+                              dw, add, args.ctx.workspace);
+      });
+    if (dx != nullptr) wino.backward_input(args.ctx.pool, batch, lanes(batch), dy, w, dx, args.ctx.workspace);
+    return;
+  }
+  GemmPass pass{g, args.ctx.pool, x, dy, w, nullptr, nullptr, 0, batch, false, args.ctx.workspace};
+  if (chunk >= batch) {  // one chunk: dx and dW in one pass over the samples
+    pass.dx = dx;
+    pass.dw = dw;
+    pass.accumulate = args.accumulate;
+    backward_gemm(pass);
+    return;
+  }
+  if (dx != nullptr) {
+    pass.dx = dx;
+    backward_gemm(pass);
+    pass.dx = nullptr;
+  }
+  if (dw != nullptr)
+    for_chunks([&](int64_t n0, int64_t count, bool add) {
+      pass.dw = dw;
+      pass.first = n0;
+      pass.count = count;
+      pass.accumulate = add;
+      backward_gemm(pass);
+    });
 }
 
 }  // namespace devmap::cpu

@@ -52,6 +52,7 @@ class Conv2dKernel final : public OpKernel {
 
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
+  bool sums_gradient_chunks() const override { return true; }
   size_t workspace_bytes(const Node& node, int64_t batch) const override;
   // "winograd/<cpu path>" (the transforms; the GEMMs are OpenBLAS's) or
   // "im2col+openblas:<core>".
@@ -65,6 +66,20 @@ class Conv2dKernel final : public OpKernel {
   size_t lane_bytes(const Node& node) const;
 
  private:
+  // One pass of the GEMM algorithm's backward over samples [first, first +
+  // count): dx (when not null) and dw (when not null; added to when
+  // accumulate).
+  struct GemmPass {
+    const ConvGeometry& g;
+    ThreadPool* pool;
+    const float *x, *dy, *w;
+    float *dx, *dw;
+    int64_t first, count;
+    bool accumulate;
+    float* workspace;
+  };
+  void backward_gemm(const GemmPass& pass) const;
+
   int64_t max_lanes_;
   ConvAlgorithm algorithm_;
 };

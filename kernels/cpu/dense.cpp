@@ -66,7 +66,6 @@ void DenseKernel::backward(const BackwardArgs& args) {
   const int64_t batch = args.d_output.shape[0], units = args.d_output.shape[1];
   const int64_t in = args.node.input_shapes[0][0];
   const float* dy = args.d_output.data;
-  const float beta = args.accumulate ? 1.0f : 0.0f;
   const double flops = 2.0 * static_cast<double>(batch * in * units);
 
   if (float* dx = args.d_inputs[0].data) {
@@ -78,21 +77,30 @@ void DenseKernel::backward(const BackwardArgs& args) {
   }
   float* dw = args.d_params[0].data;
   float* db = args.d_params.size() > 1 ? args.d_params[1].data : nullptr;
-  if (dw != nullptr || db != nullptr) {
-    // Rows [u0, u1) of dW (+)= dy[:, u0:u1]^T x, and the same units of db:
-    // the column sums of dy, samples added in order (in double).
-    const float* x = args.inputs[0].data;
-    for_blocks(args.ctx.pool, blocks_of(units, flops), [&](int64_t u0, int64_t u1) {
-      if (dw != nullptr) sgemm(true, false, u1 - u0, in, batch, dy + u0, units, x, in, beta, dw + u0 * in, in);
+  if (dw == nullptr && db == nullptr) return;
+  // One gradient chunk of samples [n0, n0 + count) after another, each as a
+  // call with those samples alone would compute it: rows [u0, u1) of
+  // dW (+)= dy[n0:, u0:u1]^T x[n0:], and the same units of db (the column
+  // sums of dy, samples added in order, in double).
+  const float* x = args.inputs[0].data;
+  const int64_t chunk = args.gradient_chunk > 0 ? args.gradient_chunk : std::max<int64_t>(batch, 1);
+  for (int64_t n0 = 0; n0 == 0 || n0 < batch; n0 += chunk) {
+    const int64_t count = std::min(chunk, batch - n0);
+    const bool add = args.accumulate || n0 > 0;
+    const float* dy_c = dy + n0 * units;
+    const double chunk_flops = 2.0 * static_cast<double>(count * in * units);
+    for_blocks(args.ctx.pool, blocks_of(units, chunk_flops), [&](int64_t u0, int64_t u1) {
+      if (dw != nullptr)
+        sgemm(true, false, u1 - u0, in, count, dy_c + u0, units, x + n0 * in, in, add ? 1.0f : 0.0f, dw + u0 * in, in);
       if (db != nullptr) {
         double sums[kMaxBlockCols];
         for (int64_t c0 = u0; c0 < u1; c0 += kMaxBlockCols) {
           const int64_t c1 = std::min(u1, c0 + kMaxBlockCols);
           std::fill(sums, sums + (c1 - c0), 0.0);
-          for (int64_t n = 0; n < batch; ++n)
-            for (int64_t u = c0; u < c1; ++u) sums[u - c0] += static_cast<double>(dy[n * units + u]);
+          for (int64_t n = 0; n < count; ++n)
+            for (int64_t u = c0; u < c1; ++u) sums[u - c0] += static_cast<double>(dy_c[n * units + u]);
           for (int64_t u = c0; u < c1; ++u)
-            db[u] = args.accumulate ? db[u] + static_cast<float>(sums[u - c0]) : static_cast<float>(sums[u - c0]);
+            db[u] = add ? db[u] + static_cast<float>(sums[u - c0]) : static_cast<float>(sums[u - c0]);
         }
       }
     });

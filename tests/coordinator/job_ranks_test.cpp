@@ -103,7 +103,7 @@ TEST(JobRanks, TheRanksMustBeTheConfigsHostsOneEach) {
   const Config c = two_host_config();
   EXPECT_EQ(problem({facts("node1", c), facts("node1", c)}, c),
             "ranks 0 and 1 both run on node1: a job has one rank per host (mpirun --map-by ppr:1:node, srun "
-            "--ntasks-per-node=1)");
+            "--ntasks-per-node=1), or one per replica with data_parallel.replicas");
   EXPECT_EQ(problem({facts("node1", c)}, c),
             "a.yaml:8:1: hosts: no rank runs on node2: the launcher started ranks on node1, and every host the "
             "config lists needs one");
@@ -141,11 +141,20 @@ TEST(JobRanks, DataParallelReplicasAreOnePerRank) {
   const Config c = load_config_text(kMinimalModel + "data_parallel: {replicas: 2}\n", "a.yaml");
   EXPECT_EQ(problem({facts("node1", c), facts("node2", c)}, c), "(none)");
   EXPECT_EQ(problem({facts("node1", c)}, c),
-            "a.yaml:8:17: data_parallel.replicas 2 runs one replica per host, but the launcher started 1 rank (on "
-            "node1): start 2 ranks, one per host (scripts/launch.sh --hosts)");
+            "a.yaml:8:17: data_parallel.replicas 2 runs one replica per rank, but the launcher started 1 rank (on "
+            "node1): start 2 ranks (scripts/launch.sh --hosts node1,node2, or node1:2 for two on node1)");
   EXPECT_EQ(problem({facts("node1", c)}, c, false),
-            "a.yaml:8:17: data_parallel.replicas 2 runs one replica per host, but no MPI launcher started this "
-            "process, on node1: start 2 ranks, one per host (scripts/launch.sh --hosts)");
+            "a.yaml:8:17: data_parallel.replicas 2 runs one replica per rank, but no MPI launcher started this "
+            "process, on node1: start 2 ranks (scripts/launch.sh --hosts node1,node2, or node1:2 for two on node1)");
+  // Several replicas may share a host; the config's hosts still need a rank each.
+  const Config four = load_config_text(kMinimalModel + "data_parallel: {replicas: 4}\n", "a.yaml");
+  EXPECT_EQ(problem({facts("node1", four), facts("node2", four), facts("node1", four), facts("node2", four)}, four),
+            "(none)");
+  const Config hosted =
+      load_config_text(kMinimalModel + "hosts: [node1, node2]\ndata_parallel: {replicas: 2}\n", "a.yaml");
+  EXPECT_EQ(problem({facts("node1", hosted), facts("node1", hosted)}, hosted),
+            "a.yaml:8:1: hosts: no rank runs on node2: the launcher started ranks on node1, node1, and every host the "
+            "config lists needs one");
 }
 
 TEST(JobRanks, TheSameDeviceNamedWithAndWithoutItsHostIsRefused) {

@@ -236,6 +236,36 @@ TEST(MicroBatches, AccumulatedStepEqualsFullStep) {
   }
 }
 
+// One step of 64 samples, run whole and as accumulated micro-batches of
+// 32 and of 16: with gradient chunks of 16 samples every run adds the same
+// chunk gradients in the same order, so all three end with the same bits;
+// without chunks the whole batch sums its samples in another order than the
+// micro-batches do (which shows the comparison can fail).
+TEST(MicroBatches, OfWholeGradientChunksGiveTheBitsOfTheWholeBatch) {
+  Graph g = reference_cnn();
+  for (int i = 0; i < g.size(); ++i) g.node(i).device = "cpu:0";
+  const Program p = build_training_program(g);
+  CpuKernelFactory kernels;
+  Inputs all(64);
+  auto step = [&](int64_t chunk, int64_t micro_batch) {
+    auto ex = single_device(g, p, kernels, nullptr, micro_batch);
+    ex->set_gradient_chunk(chunk);
+    for (int64_t first = 0; first < 64; first += micro_batch) {
+      const StepInfo info{0, first, 64, true};
+      ex->bind_output(g.find("image"), all.images.data() + first * 784);
+      ex->bind_output(g.find("label"), all.labels.data() + first);
+      ex->forward(micro_batch, info);
+      ex->backward(micro_batch, info, /*accumulate=*/first > 0);
+    }
+    ex->apply_optimizer(1);
+    return values(*ex);
+  };
+  const auto whole = step(16, 64);
+  EXPECT_TRUE(whole == step(16, 32));
+  EXPECT_TRUE(whole == step(16, 16));
+  EXPECT_FALSE(step(0, 64) == step(0, 16));
+}
+
 // The memory plan counts the op schema's workspace; the CPU conv kernel
 // must need exactly that (no more: the executor refuses; no less: the plan
 // would overstate).

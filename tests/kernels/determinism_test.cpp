@@ -2,6 +2,8 @@
 // split a reduction, so the bits do not even depend on the pool size.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "tests/kernels/test_util.h"
@@ -89,6 +91,76 @@ TEST(Determinism, DropoutMaskIgnoresTheMicroBatchSplit) {
                           static_cast<size_t>(4 * per_sample) * sizeof(float)),
               0);
   }
+}
+
+// A kernel that sums its gradient chunks itself (sums_gradient_chunks) gives
+// the bits of one call per chunk, the chunks' parameter gradients added in
+// order, as the executor calls every other kernel: a batch of 40 in chunks
+// of 16, 16 and 8, on 1 and 2 threads, overwriting and accumulating.
+void expect_chunks_of_one_call(const Node& node) {
+  constexpr int64_t kBatch = 40, kChunk = 16;
+  for (int threads : {1, 2})
+    for (bool accumulate : {false, true}) {
+      OpHarness whole(node, kBatch, threads);
+      ASSERT_TRUE(whole.kernel->sums_gradient_chunks()) << node.op();
+      for (size_t i = 0; i < whole.inputs.size(); ++i) fill_uniform(span_of(whole.inputs[i]), 1 + i, -1, 1);
+      for (size_t i = 0; i < whole.params.size(); ++i) fill_uniform(span_of(whole.params[i]), 10 + i, -1, 1);
+      fill_uniform(span_of(whole.d_output), 20, -1, 1);
+      for (size_t i = 0; i < whole.d_params.size(); ++i) fill_uniform(span_of(whole.d_params[i]), 30 + i, -1, 1);
+      std::vector<Buffer> running;  // what the chunk calls leave in d_params
+      for (const Buffer& b : whole.d_params) {
+        running.emplace_back(b.size());
+        std::copy_n(b.data(), b.size(), running.back().data());
+      }
+      whole.forward();
+      whole.gradient_chunk = kChunk;
+      whole.backward(accumulate);
+      for (int64_t first = 0; first < kBatch; first += kChunk) {
+        const int64_t count = std::min(kChunk, kBatch - first);
+        OpHarness part(node, count, threads);
+        auto rows = [&](const Buffer& from, Buffer& to) {
+          const int64_t per_sample = from.size() / kBatch;
+          std::copy_n(from.data() + first * per_sample, count * per_sample, to.data());
+        };
+        for (size_t i = 0; i < part.inputs.size(); ++i) rows(whole.inputs[i], part.inputs[i]);
+        for (size_t i = 0; i < part.params.size(); ++i)
+          std::copy_n(whole.params[i].data(), whole.params[i].size(), part.params[i].data());
+        for (size_t i = 0; i < part.d_params.size(); ++i)
+          std::copy_n(running[i].data(), running[i].size(), part.d_params[i].data());
+        rows(whole.d_output, part.d_output);
+        part.forward();
+        part.backward(accumulate || first > 0);
+        for (size_t i = 0; i < part.d_params.size(); ++i)
+          std::copy_n(part.d_params[i].data(), part.d_params[i].size(), running[i].data());
+        for (size_t i = 0; i < part.d_inputs.size(); ++i) {
+          const int64_t per_sample = whole.d_inputs[i].size() / kBatch;
+          EXPECT_EQ(std::memcmp(part.d_inputs[i].data(), whole.d_inputs[i].data() + first * per_sample,
+                                static_cast<size_t>(count * per_sample) * sizeof(float)),
+                    0)
+              << node.op() << " input gradient " << i << ", chunk at " << first << ", " << threads << " threads";
+        }
+      }
+      for (size_t i = 0; i < running.size(); ++i)
+        EXPECT_TRUE(same_bits(running[i], whole.d_params[i]))
+            << node.op() << " parameter gradient " << i << ", " << threads << " threads, accumulate " << accumulate;
+    }
+}
+
+TEST(GradientChunks, DenseGivesTheBitsOfOneCallPerChunk) {
+  expect_chunks_of_one_call(make_node("dense", "fc", {{300}}, {{"units", int64_t{70}}}));
+  expect_chunks_of_one_call(make_node("dense", "fc", {{3136}}, {{"units", int64_t{1024}}}));
+}
+
+TEST(GradientChunks, Conv2dGivesTheBitsOfOneCallPerChunk) {
+  const auto k = [](int64_t v) { return AttrValue{v}; };
+  // auto: the GEMM algorithm (one channel), Winograd (8 channels, 3x3), and
+  // grouped strided GEMM.
+  expect_chunks_of_one_call(
+      make_node("conv2d", "c", {{1, 12, 12}}, {{"filters", k(8)}, {"kernel", k(5)}, {"padding", k(2)}}));
+  expect_chunks_of_one_call(
+      make_node("conv2d", "c", {{8, 9, 9}}, {{"filters", k(8)}, {"kernel", k(3)}, {"padding", k(1)}}));
+  expect_chunks_of_one_call(
+      make_node("conv2d", "c", {{4, 9, 9}}, {{"filters", k(6)}, {"kernel", k(3)}, {"stride", k(2)}, {"groups", k(2)}}));
 }
 
 }  // namespace

@@ -133,7 +133,7 @@ class OpHarness {
     }
     TensorView y = out();
     if (!pass_output_to_backward) y.data = nullptr;
-    BackwardArgs args{node, in, par, y, d_output.view(output_shape()), d_in, d_par, accumulate, ctx};
+    BackwardArgs args{node, in, par, y, d_output.view(output_shape()), d_in, d_par, accumulate, ctx, gradient_chunk};
     kernel->backward(args);
   }
 
@@ -144,6 +144,7 @@ class OpHarness {
   KernelContext ctx;
   std::vector<Buffer> inputs, params, d_inputs, d_params;
   Buffer output, d_output, workspace;
+  int64_t gradient_chunk = 0;         // BackwardArgs::gradient_chunk
   std::vector<bool> want_input_grad;  // default: the schema's input_gets_grad
   bool pass_inputs_to_backward;       // default: the schema's backward_needs_inputs
   bool pass_output_to_backward;       // default: the schema's backward_needs_output
