@@ -481,15 +481,13 @@ void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContex
   // gradient to what the chunks before it left (core/kernel.h).
   std::vector<TensorView> chunk_inputs(inputs), chunk_d_inputs(d_inputs);
   const int64_t offset = ctx.sample_offset;
-  for (int64_t first = 0; first < batch; first += gradient_chunk_) {
-    const int64_t count = std::min(gradient_chunk_, batch - first);
+  for_each_gradient_chunk(batch, gradient_chunk_, accumulate, [&](int64_t first, int64_t count, bool add) {
     for (size_t k = 0; k < inputs.size(); ++k) chunk_inputs[k] = batch_rows(inputs[k], first, count);
     for (size_t k = 0; k < d_inputs.size(); ++k) chunk_d_inputs[k] = batch_rows(d_inputs[k], first, count);
     ctx.sample_offset = offset + first;
     kernel.backward(BackwardArgs{node, chunk_inputs, params, batch_rows(out, first, count),
-                                 batch_rows(d_out, first, count), chunk_d_inputs, d_params, accumulate || first > 0,
-                                 ctx});
-  }
+                                 batch_rows(d_out, first, count), chunk_d_inputs, d_params, add, ctx});
+  });
   ctx.sample_offset = offset;
 }
 

@@ -3,6 +3,7 @@
 // links them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -64,6 +65,17 @@ struct BackwardArgs {
   // 0: all samples as one chunk. Other kernels are called once per chunk.
   int64_t gradient_chunk = 0;
 };
+
+// The gradient chunks of a batch, in order: fn(first, count, add) for
+// samples [first, first + count), chunks of `chunk` samples (0: the whole
+// batch as one), `add` false only for the first chunk of a pass that does
+// not accumulate. A batch of no samples is one empty chunk.
+template <class Fn>
+void for_each_gradient_chunk(int64_t batch, int64_t chunk, bool accumulate, const Fn& fn) {
+  if (chunk <= 0) chunk = std::max<int64_t>(batch, 1);
+  for (int64_t first = 0; first == 0 || first < batch; first += chunk)
+    fn(first, std::min(chunk, batch - first), accumulate || first > 0);
+}
 
 class OpKernel {
  public:

@@ -203,10 +203,7 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
   // The parameter gradients go one gradient chunk [n0, n0 + count) after
   // another, each as a call with those samples alone computes it; dx does
   // not sum over samples and is computed once.
-  const int64_t chunk = args.gradient_chunk > 0 ? args.gradient_chunk : std::max<int64_t>(batch, 1);
-  auto for_chunks = [&](const auto& fn) {
-    for (int64_t n0 = 0; n0 < batch; n0 += chunk) fn(n0, std::min(chunk, batch - n0), args.accumulate || n0 > 0);
-  };
+  auto for_chunks = [&](const auto& fn) { for_each_gradient_chunk(batch, args.gradient_chunk, args.accumulate, fn); };
 
   if (db != nullptr) {
     // db[o] = sum over samples (in order) of the sum over positions; one o per task.
@@ -219,7 +216,6 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
         }
       });
     });
-    if (batch == 0 && !args.accumulate) std::fill(db, db + o_n, 0.0f);
   }
   if (dw == nullptr && dx == nullptr) return;
   if (batch == 0) {  // no samples: a zero weight gradient (the lanes would leave theirs unwritten)
@@ -242,7 +238,7 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
     return;
   }
   GemmPass pass{g, args.ctx.pool, x, dy, w, nullptr, nullptr, 0, batch, false, args.ctx.workspace};
-  if (chunk >= batch) {  // one chunk: dx and dW in one pass over the samples
+  if (args.gradient_chunk <= 0 || args.gradient_chunk >= batch) {  // one chunk: dx and dW in one pass
     pass.dx = dx;
     pass.dw = dw;
     pass.accumulate = args.accumulate;

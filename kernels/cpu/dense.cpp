@@ -83,10 +83,7 @@ void DenseKernel::backward(const BackwardArgs& args) {
   // dW (+)= dy[n0:, u0:u1]^T x[n0:], and the same units of db (the column
   // sums of dy, samples added in order, in double).
   const float* x = args.inputs[0].data;
-  const int64_t chunk = args.gradient_chunk > 0 ? args.gradient_chunk : std::max<int64_t>(batch, 1);
-  for (int64_t n0 = 0; n0 == 0 || n0 < batch; n0 += chunk) {
-    const int64_t count = std::min(chunk, batch - n0);
-    const bool add = args.accumulate || n0 > 0;
+  for_each_gradient_chunk(batch, args.gradient_chunk, args.accumulate, [&](int64_t n0, int64_t count, bool add) {
     const float* dy_c = dy + n0 * units;
     const double chunk_flops = 2.0 * static_cast<double>(count * in * units);
     for_blocks(args.ctx.pool, blocks_of(units, chunk_flops), [&](int64_t u0, int64_t u1) {
@@ -104,7 +101,7 @@ void DenseKernel::backward(const BackwardArgs& args) {
         }
       }
     });
-  }
+  });
 }
 
 }  // namespace devmap::cpu
