@@ -1,6 +1,7 @@
 #include "coordinator/gradient_exchange.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "transport/params_io.h"
 #include "transport/wire.h"
@@ -37,7 +38,7 @@ GradientExchange::GradientExchange(WorkerGroup& group, const Graph& graph, const
     : group_(group),
       entries_(layout(graph)),
       floats_(entries_.empty() ? 0 : entries_.back().offset + entries_.back().count),  // laid out back to back
-      segment_(ShmSegment::create(segment_name, std::max<size_t>(floats_, 1) * sizeof(float))),
+      segment_(ShmSegment::create(segment_name, (floats_ + kTotals) * sizeof(float))),
       start_sum_(std::move(start_sum)) {
   for (const Span& span : buckets(entries_, bucket_bytes)) {
     Bucket b;
@@ -45,6 +46,10 @@ GradientExchange::GradientExchange(WorkerGroup& group, const Graph& graph, const
     buckets_.push_back(std::move(b));
     bucket_of_.resize(span.end, buckets_.size() - 1);
   }
+  // The step's loss and metric follow the gradients in the last bucket, so
+  // they cross the hosts with it instead of in a round trip of their own.
+  if (buckets_.empty()) buckets_.emplace_back();
+  buckets_.back().span.count += kTotals;
   std::map<std::string, ParamsIo> by_device;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
@@ -63,6 +68,7 @@ GradientExchange::GradientExchange(WorkerGroup& group, const Graph& graph, const
 void GradientExchange::begin(int64_t step) {
   step_ = step;
   next_bucket_ = 0;
+  totals_in_ = false;
   for (Bucket& b : buckets_) b.ready = 0;
   group_.set_side_work(
       {[this](const std::string& device, const wire::GradientReady& g) { on_gradient(device, g.entry); },
@@ -82,6 +88,7 @@ void GradientExchange::start_ready_buckets() {
   while (next_bucket_ < buckets_.size()) {
     Bucket& b = buckets_[next_bucket_];
     if (b.ready < b.span.end - b.span.first) return;
+    if (next_bucket_ + 1 == buckets_.size() && !totals_in_) return;  // the last waits for the loss (finish)
     b.started_ns = trace_now_ns();
     b.sum = start_sum_(static_cast<float*>(segment_.data()) + b.span.offset, b.span.count);
     ++next_bucket_;
@@ -109,17 +116,22 @@ bool GradientExchange::progress() {
 
 void GradientExchange::finish(int64_t step, StepResult& result) {
   group_.set_side_work({});
+  float* totals = static_cast<float*>(segment_.data()) + floats_;
+  totals[0] = result.loss;
+  totals[1] = result.metric;
+  totals_in_ = true;
   // Every gradient arrived before its worker's STEP_DONE.
   start_ready_buckets();
   if (next_bucket_ < buckets_.size())
     throw_runtime("step " + std::to_string(step + 1) + " ended with gradients of bucket " +
                   std::to_string(next_bucket_) + " missing");
   for (Bucket& b : buckets_)
-    while (b.sum)
-      if (b.sum()) ended(b);
-  float totals[2] = {result.loss, result.metric};
-  for (auto sum = start_sum_(totals, 2); !sum();) {
-  }
+    while (b.sum) {
+      if (b.sum())
+        ended(b);
+      else
+        std::this_thread::sleep_for(kMpiPollInterval);
+    }
   result.loss = totals[0];
   result.metric = totals[1];
   wire::Step update{};

@@ -4,17 +4,19 @@
 // pass makes them (the ops from last to first) and cut into buckets of
 // about data_parallel.bucket_size bytes. Each worker maps it (PARAMS_IO
 // kMapGradients); during the step's last micro-batch (wire::kSendGradients)
-// it copies each gradient there as soon as its op's backward has made it
-// and says so (GRADIENT_READY). A bucket whose gradients are all there
+// each gradient is there as soon as its op's backward has made it (a CPU
+// worker's backward writes it there; GradientOutlet) and the worker says
+// so (GRADIENT_READY). A bucket whose gradients are all there
 // starts its sum across the hosts (`start_sum`: on several hosts,
-// MpiSession::allreduce_sum_ordered, which adds the replicas in rank order,
-// so the bucketing never changes a bit), in bucket order on every replica.
-// That sum blocks this coordinator while its workers, other processes, go
-// on with the backward pass; a sum that returns before it is done is
-// tested between messages until it is.
-// After the backward pass: the remaining sums are waited for, the loss and
-// metric are summed, and a STEP with wire::kUpdateOnly has each worker read
-// the sums back and update.
+// MpiSession::start_sum_ordered, which adds the replicas in rank order, so
+// the bucketing never changes a bit), in bucket order on every replica.
+// The sums are tested between the workers' messages (WorkerGroup's side
+// work, every kMpiPollInterval) while the workers, other processes, go on
+// with the backward pass.
+// After the backward pass: the step's loss and metric join the last bucket
+// (two floats after the gradients), the remaining sums are waited for, and
+// a STEP with wire::kUpdateOnly has each worker read the sums back and
+// update.
 //
 // A replica's micro-batches carry the step's whole batch as batch_total, so
 // each gradient and loss is already its share of the step's mean: the sum
@@ -91,8 +93,10 @@ class GradientExchange {
   std::map<std::string, std::vector<size_t>> by_device_;  // device -> its PARAMS_IO entries' indices in entries_
   std::vector<size_t> bucket_of_;                         // entry -> bucket
   std::vector<Bucket> buckets_;
-  size_t next_bucket_ = 0;  // the next to start, this step
-  size_t floats_ = 0;
+  size_t next_bucket_ = 0;              // the next to start, this step
+  static constexpr size_t kTotals = 2;  // the loss and the metric, after the gradients
+  size_t floats_ = 0;                   // of the gradients
+  bool totals_in_ = false;              // this step's loss and metric are in the segment
   ShmSegment segment_;
   StartSum start_sum_;
   int64_t step_ = -1;

@@ -310,11 +310,12 @@ GradientExchange::StartSum JobRanks::start_sum() const {
 #ifdef DEVMAP_HAS_MPI
   if (mpi_) {
     const MpiSession* session = &mpi_->session;
-    // Blocking (MPI_Alltoallv, the sum, MPI_Allgatherv): the coordinator
-    // waits in it while its workers go on with the backward pass.
+    // Non-blocking: the coordinator tests the sum between its workers'
+    // messages, and sleeps in between, while they go on with the backward
+    // pass (MPI's blocking calls would poll a core the workers need).
     return [session](float* data, size_t count) -> std::function<bool()> {
-      session->allreduce_sum_ordered(data, count);
-      return [] { return true; };
+      std::shared_ptr<MpiSession::PendingSum> sum = session->start_sum_ordered(data, count);
+      return [sum] { return sum->test(); };
     };
   }
 #endif

@@ -104,12 +104,14 @@ void WorkerGroup::send_to(Worker& w, const std::string& frame, const std::string
 PeerMessage WorkerGroup::await(const std::string& waiting_for) {
   auto last_watch = Clock::now();
   for (;;) {
-    // A relay's tensors move only while it is pumped (MPI progresses inside
-    // its calls): it is polled every 100 µs.
+    // A relay's tensors and the side work's sums move only while they are
+    // pumped (MPI progresses inside its calls): they are polled every
+    // kMpiPollInterval.
     const bool relaying = relay_ && relay_->pump();
     const bool side_busy = side_.progress && side_.progress();
-    auto m = server_->recv(milliseconds(relaying ? 0 : side_busy ? 1 : 50));
-    if (!m && relaying) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    const bool polling = relaying || side_busy;
+    auto m = server_->recv(milliseconds(polling ? 0 : 50));
+    if (!m && polling) std::this_thread::sleep_for(kMpiPollInterval);
     if (m && m->peer.ends_with(kWatchdogSuffix)) {
       if (m->message.type != wire::MsgType::kHeartbeat) continue;
       Worker& w = by_peer(m->peer.substr(0, m->peer.size() - kWatchdogSuffix.size()));

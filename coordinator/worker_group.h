@@ -34,6 +34,12 @@
 
 namespace devmap {
 
+// How often a coordinator tests the MPI messages it has in flight (a
+// relay's tensors, gradient sums) while it waits: MPI moves bytes only
+// inside its calls, and between tests the coordinator sleeps, leaving the
+// cores to its workers.
+inline constexpr std::chrono::microseconds kMpiPollInterval{100};
+
 class EdgeRelay;
 class HostStages;
 

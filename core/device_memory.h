@@ -80,11 +80,20 @@ class DeviceMemory {
 };
 
 // Owned float storage from a DeviceMemory (the device counterpart of
-// Buffer): zeroed on allocation, released on destruction.
+// Buffer): zeroed on allocation, released on destruction. A borrowed one
+// (`borrowed`) views host memory that something else owns and outlives it:
+// it is neither charged to a DeviceMemory nor released.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   DeviceBuffer(DeviceMemory& memory, int64_t count, std::string_view what);
+  static DeviceBuffer borrowed(float* data, int64_t count) {
+    DeviceBuffer b;
+    b.data_ = data;
+    b.count_ = count;
+    b.bytes_ = static_cast<size_t>(count) * sizeof(float);
+    return b;
+  }
   ~DeviceBuffer() { reset(); }
   DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -91,43 +92,141 @@ void MpiSession::recv_tensor(const TensorView& t, int source, int tag) const {
   }
 }
 
-void MpiSession::allreduce_sum_ordered(float* data, size_t count) const {
-  if (size_ == 1 || count == 0) return;
-  const size_t n = static_cast<size_t>(size_);
-  if (count / n + 1 > static_cast<size_t>(INT_MAX) / n)
-    throw_runtime("MPI: allreduce of " + std::to_string(count) + " floats over " + std::to_string(size_) +
+namespace {
+
+// Rank r owns elements [offset[r], offset[r] + count[r]) of the buffer. The
+// reduce-scatter: every rank sends each other rank its slice of that rank's
+// elements and receives its own slice from each; the owner adds the slices
+// in rank order. The all-gather: the owner sends its summed slice to every
+// other rank and receives theirs into place. Two ranks instead swap their
+// whole buffers and each adds: the same bytes in one round, and x0 + x1 has
+// the same bits as x1 + x0.
+class OrderedSum final : public MpiSession::PendingSum {
+ public:
+  // A sum takes a scratch buffer from `scratch.spare` and gives it back
+  // when it is done, so a step's sums allocate nothing.
+  OrderedSum(float* data, size_t count, int rank, int size, int tag, MpiSession::SumScratch& scratch)
+      : data_(data), rank_(rank), tag_(tag), spare_(scratch.spare), abandoned_(scratch.abandoned) {
+    const size_t n = static_cast<size_t>(size);
+    counts_.resize(n);
+    offsets_.resize(n);
+    for (size_t r = 0, at = 0; r < n; ++r) {
+      counts_[r] = count / n + (r < count % n ? 1 : 0);
+      offsets_[r] = at;
+      at += counts_[r];
+    }
+    mine_ = counts_[static_cast<size_t>(rank)];
+    if (!spare_.empty()) {
+      slices_ = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    if (size == 2) {
+      swap_ = true;
+      slices_.resize(count);
+      receive(slices_.data(), count, 1 - rank, tag_);
+      send(data_, count, 1 - rank, tag_);
+      return;
+    }
+    slices_.resize(mine_ * n);
+    for (int r = 0; r < size; ++r) {
+      if (r == rank) continue;
+      receive(slices_.data() + static_cast<size_t>(r) * mine_, mine_, r, tag_);
+      send(data_ + offsets_[static_cast<size_t>(r)], counts_[static_cast<size_t>(r)], r, tag_);
+    }
+  }
+
+  ~OrderedSum() override {
+    if (phase_ == 2) {
+      spare_.push_back(std::move(slices_));
+      return;
+    }
+    for (MPI_Request& r : requests_)
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+    abandoned_.push_back(std::move(slices_));  // MPI may still write there: kept until the session ends
+  }
+
+  bool test() override {
+    while (phase_ < 2) {
+      int done = 1;
+      if (!requests_.empty())
+        check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE),
+                  "MPI_Testall (sum in rank order)");
+      if (!done) return false;
+      requests_.clear();
+      if (phase_++ != 0) continue;
+      if (!swap_) {
+        gather();
+        continue;
+      }
+      for (size_t i = 0; i < slices_.size(); ++i) data_[i] += slices_[i];
+      phase_ = 2;
+    }
+    return true;
+  }
+
+ private:
+  void send(const float* p, size_t count, int rank, int tag) {
+    check_mpi(MPI_Isend(p, static_cast<int>(count), MPI_FLOAT, rank, tag, MPI_COMM_WORLD, &requests_.emplace_back()),
+              "MPI_Isend (sum in rank order)");
+  }
+  void receive(float* p, size_t count, int rank, int tag) {
+    check_mpi(MPI_Irecv(p, static_cast<int>(count), MPI_FLOAT, rank, tag, MPI_COMM_WORLD, &requests_.emplace_back()),
+              "MPI_Irecv (sum in rank order)");
+  }
+
+  // Every slice is in: the owner's sum in rank order, then the all-gather.
+  void gather() {
+    const size_t n = counts_.size(), me = static_cast<size_t>(rank_);
+    float* out = data_ + offsets_[me];  // this rank's slice, to hold the sum
+    if (me != 0) {
+      std::memcpy(slices_.data() + me * mine_, out, mine_ * sizeof(float));
+      std::memcpy(out, slices_.data(), mine_ * sizeof(float));
+    }
+    for (size_t r = 1; r < n; ++r) {
+      const float* s = slices_.data() + r * mine_;
+      for (size_t i = 0; i < mine_; ++i) out[i] += s[i];
+    }
+    for (size_t r = 0; r < n; ++r) {
+      if (r == me) continue;
+      receive(data_ + offsets_[r], counts_[r], static_cast<int>(r), tag_ + 1);
+      send(out, mine_, static_cast<int>(r), tag_ + 1);
+    }
+  }
+
+  float* data_;
+  int rank_, tag_;
+  std::vector<size_t> counts_, offsets_;
+  size_t mine_ = 0;
+  std::vector<std::vector<float>>&spare_, &abandoned_;
+  std::vector<float> slices_;  // rank r's slice of this rank's elements at r * mine_ (r = 0: unused on rank 0)
+  std::vector<MPI_Request> requests_;
+  int phase_ = 0;  // 0: reduce-scatter (or the swap), 1: all-gather, 2: done
+  bool swap_ = false;
+};
+
+class DoneSum final : public MpiSession::PendingSum {
+ public:
+  bool test() override { return true; }
+};
+
+}  // namespace
+
+std::unique_ptr<MpiSession::PendingSum> MpiSession::start_sum_ordered(float* data, size_t count) const {
+  if (size_ == 1 || count == 0) return std::make_unique<DoneSum>();
+  const size_t largest_message = size_ == 2 ? count : count / static_cast<size_t>(size_) + 1;  // OrderedSum's
+  if (largest_message > static_cast<size_t>(INT_MAX))
+    throw_runtime("MPI: a sum of " + std::to_string(count) + " floats over " + std::to_string(size_) +
                   " ranks is too large for one call; split it into buckets");
-  if (size_ == 2) {
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-              "MPI_Allreduce (allreduce_sum_ordered)");
-    return;
+  // Two tags per sum (one per phase), in turn: sums are matched by the order
+  // in which the ranks start them, and MPI keeps the order of messages
+  // between two ranks with the same tag.
+  const int tag = kSumTagBase + static_cast<int>(sums_started_++ % (kSumTags / 2)) * 2;
+  return std::make_unique<OrderedSum>(data, count, rank_, size_, tag, sum_scratch_);
+}
+
+void MpiSession::allreduce_sum_ordered(float* data, size_t count) const {
+  for (auto sum = start_sum_ordered(data, count); !sum->test();) {
   }
-  // Rank r owns elements [offset[r], offset[r] + counts[r]): it receives
-  // that slice from every rank, adds the slices in rank order, and the
-  // all-gather hands every rank every reduced slice.
-  std::vector<int> counts(n), offsets(n);
-  for (size_t r = 0, at = 0; r < n; ++r) {
-    counts[r] = static_cast<int>(count / n + (r < count % n ? 1 : 0));
-    offsets[r] = static_cast<int>(at);
-    at += static_cast<size_t>(counts[r]);
-  }
-  const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(rank_)]);
-  if (slices_.size() < mine * n) slices_.resize(mine * n);
-  std::vector<float>& slices = slices_;
-  std::vector<int> recv_counts(n, static_cast<int>(mine)), recv_offsets(n);
-  for (size_t r = 0; r < n; ++r) recv_offsets[r] = static_cast<int>(r * mine);
-  check_mpi(MPI_Alltoallv(data, counts.data(), offsets.data(), MPI_FLOAT, slices.data(), recv_counts.data(),
-                          recv_offsets.data(), MPI_FLOAT, MPI_COMM_WORLD),
-            "MPI_Alltoallv (allreduce_sum_ordered)");
-  float* out = data + offsets[static_cast<size_t>(rank_)];
-  for (size_t i = 0; i < mine; ++i) out[i] = slices[i];
-  for (size_t r = 1; r < n; ++r) {
-    const float* s = slices.data() + r * mine;
-    for (size_t i = 0; i < mine; ++i) out[i] += s[i];
-  }
-  check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), offsets.data(), MPI_FLOAT,
-                           MPI_COMM_WORLD),
-            "MPI_Allgatherv (allreduce_sum_ordered)");
 }
 
 std::vector<std::string> MpiSession::allgather(const std::string& mine) const {

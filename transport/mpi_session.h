@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,13 @@ namespace devmap {
 // Throws devmap::Error (kRuntime) "MPI: <what> failed: <MPI's text>" unless
 // `rc` is MPI_SUCCESS (0).
 void check_mpi(int rc, const char* what);
+
+// The tags devmap's messages between ranks use: MPI guarantees tags below
+// 2^15. Checkpoint bytes use kCheckpointTag (job_ranks.cpp), the sums in
+// rank order [kSumTagBase, kSumTagBase + kSumTags), an edge relay
+// [kRelayTagBase, 2^15) (mpi_edge_relay.h).
+constexpr int kSumTagBase = 1 << 10;
+constexpr int kSumTags = 1 << 12;
 
 class MpiSession {
  public:
@@ -44,17 +53,28 @@ class MpiSession {
   // devmap::Error (kRuntime) naming both, and leaves `t`'s data untouched.
   void recv_tensor(const TensorView& t, int source, int tag) const;
 
-  // Replaces `data[0..count)` on every rank with the element-wise sum of
-  // every rank's buffer, added in rank order: ((x0 + x1) + x2) + ... for
-  // every element, whatever the rank count, the hosts or MPI's choice of
-  // algorithm, so every rank gets the same bits and a run repeats them.
-  // Collective: every rank calls it with the same count. Moves about
-  // 2 (size-1)/size of the buffer in and out of each rank, as a
-  // reduce-scatter followed by an all-gather does. With two ranks it is
-  // MPI_Allreduce itself: each element is then one addition of x0 and x1,
-  // which gives the same bits in either order, whatever MPI's algorithm.
-  // Not thread-safe: one call at a time per session (it keeps a scratch
-  // buffer between calls).
+  // A sum in flight (start_sum_ordered). MPI moves its bytes only while it
+  // is tested: test() moves it on and is true once `data` holds the sum.
+  // Dropping a sum before it is done leaves requests in MPI that may still
+  // write into its buffers: only a rank that is about to abort does that.
+  class PendingSum {
+   public:
+    virtual ~PendingSum() = default;
+    virtual bool test() = 0;
+  };
+
+  // Starts replacing `data[0..count)` on every rank with the element-wise
+  // sum of every rank's buffer, added in rank order: ((x0 + x1) + x2) + ...
+  // for every element, whatever the rank count or the hosts, so every rank
+  // gets the same bits and a run repeats them. Collective and matched by
+  // order: every rank starts its sums in the same order, each with the same
+  // count; several may be in flight at once. A reduce-scatter then an
+  // all-gather, by point-to-point messages: each rank moves about
+  // 2 (size-1)/size of the buffer in and out (two ranks swap their buffers
+  // in one round). `data` must stay valid and untouched until the sum is
+  // done.
+  std::unique_ptr<PendingSum> start_sum_ordered(float* data, size_t count) const;
+  // The same, waiting until it is done (testing in a loop).
   void allreduce_sum_ordered(float* data, size_t count) const;
 
   // Every rank's `mine`, in rank order, on every rank. Collective.
@@ -82,10 +102,17 @@ class MpiSession {
   // them waiting. The launcher stops the other ranks.
   [[noreturn]] void abort(int exit_code) const;
 
+  // The sums' scratch buffers: spare ones, kept between steps, and those of
+  // sums dropped before they were done, where MPI may still write.
+  struct SumScratch {
+    std::vector<std::vector<float>> spare, abandoned;
+  };
+
  private:
   int rank_ = 0, size_ = 1;
   std::string host_;
-  mutable std::vector<float> slices_;  // allreduce_sum_ordered's receive buffer, kept between calls
+  mutable uint32_t sums_started_ = 0;  // gives each sum its tags
+  mutable SumScratch sum_scratch_;
 };
 
 }  // namespace devmap

@@ -13,14 +13,14 @@ constexpr std::string_view kGradSuffix = ".grad";
 
 }  // namespace
 
-GradientOutlet::GradientOutlet(const ParamsIo& io, const std::vector<Parameter>& params, DeviceMemory& memory)
-    : segment_(ShmSegment::open(io.path)), memory_(memory) {
+GradientOutlet::GradientOutlet(const ParamsIo& io, std::vector<Parameter>& params, DeviceMemory& memory)
+    : segment_(ShmSegment::open(io.path)), memory_(memory), in_place_(memory.host_accessible()) {
   for (size_t k = 0; k < io.entries.size(); ++k) {
     const ParamsIo::Entry& e = io.entries[k];
     if (!e.name.ends_with(kGradSuffix)) throw_runtime("gradient map: '" + e.name + "' names no gradient");
     const std::string name = e.name.substr(0, e.name.size() - kGradSuffix.size());
-    const Parameter* p = nullptr;
-    for (const Parameter& q : params)
+    Parameter* p = nullptr;
+    for (Parameter& q : params)
       if (q.name == name) p = &q;
     if (!p) throw_runtime("gradient map: this worker holds no parameter named '" + name + "'");
     if (!p->spec.trained) throw_runtime("gradient map: parameter '" + name + "' is not trained");
@@ -29,6 +29,13 @@ GradientOutlet::GradientOutlet(const ParamsIo& io, const std::vector<Parameter>&
     if (static_cast<size_t>(p->node) >= by_node_.size()) by_node_.resize(static_cast<size_t>(p->node) + 1);
     by_node_[static_cast<size_t>(p->node)].push_back(outs_.size());
     outs_.push_back(Out{p, e.offset, static_cast<uint32_t>(k)});
+  }
+  if (!in_place_) return;
+  for (const Out& out : outs_) {
+    float* in_segment = reinterpret_cast<float*>(static_cast<char*>(segment_.data()) + out.offset);
+    const int64_t count = out.param->spec.shape.numel();
+    std::memcpy(in_segment, out.param->grad.data(), static_cast<size_t>(count) * sizeof(float));
+    out.param->grad = DeviceBuffer::borrowed(in_segment, count);
   }
 }
 
@@ -39,12 +46,10 @@ void GradientOutlet::begin(int64_t step, Send send) {
 }
 
 void GradientOutlet::write(const Out& out) {
-  const size_t bytes = static_cast<size_t>(out.param->spec.shape.numel()) * sizeof(float);
-  char* dst = static_cast<char*>(segment_.data()) + out.offset;
-  if (memory_.host_accessible())
-    std::memcpy(dst, out.param->grad.data(), bytes);
-  else
-    memory_.copy_to_host(dst, out.param->grad.data(), bytes);
+  if (!in_place_) {
+    const size_t bytes = static_cast<size_t>(out.param->spec.shape.numel()) * sizeof(float);
+    memory_.copy_to_host(static_cast<char*>(segment_.data()) + out.offset, out.param->grad.data(), bytes);
+  }
   send_(wire::frame(wire::MsgType::kGradientReady, wire::GradientReady{step_, out.entry, 0}));
 }
 
@@ -65,13 +70,10 @@ void GradientOutlet::end() {
 }
 
 void GradientOutlet::read_back() {
+  if (in_place_) return;
   for (const Out& out : outs_) {
     const size_t bytes = static_cast<size_t>(out.param->spec.shape.numel()) * sizeof(float);
-    const char* src = static_cast<const char*>(segment_.data()) + out.offset;
-    if (memory_.host_accessible())
-      std::memcpy(out.param->grad.data(), src, bytes);
-    else
-      memory_.copy_from_host(out.param->grad.data(), src, bytes);
+    memory_.copy_from_host(out.param->grad.data(), static_cast<const char*>(segment_.data()) + out.offset, bytes);
   }
 }
 

@@ -3,7 +3,10 @@
 // each gradient is copied there, and reported (GRADIENT_READY), as soon as
 // the backward of its op has made it, so the coordinator can start summing
 // it across the hosts while the backward pass goes on; before the update
-// (wire::kUpdateOnly) the sums are copied back.
+// (wire::kUpdateOnly) the sums are copied back. On a device whose memory the
+// host addresses (the CPU) nothing is copied: the parameters' gradients live
+// in the segment itself, so the backward writes them there, the coordinator
+// sums them in place and the update reads the sums.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +29,10 @@ class GradientOutlet {
   // Maps the segment io.path names and places each entry ("op.param.grad")
   // on its parameter; throws devmap::Error (kRuntime) for a name this worker
   // does not hold, an untrained parameter, a size that disagrees or a range
-  // outside the segment.
-  GradientOutlet(const ParamsIo& io, const std::vector<Parameter>& params, DeviceMemory& memory);
+  // outside the segment. On host-addressable memory it moves each entry's
+  // gradient into the segment (Parameter::grad then borrows it), so the
+  // segment must outlive the parameters' use, as this outlet does.
+  GradientOutlet(const ParamsIo& io, std::vector<Parameter>& params, DeviceMemory& memory);
 
   // A step that sends its gradients begins / ends: end() sends those no
   // backward instruction here has made (their gradients are final anyway).
@@ -42,7 +47,7 @@ class GradientOutlet {
 
  private:
   struct Out {
-    const Parameter* param;
+    Parameter* param;
     uint64_t offset;  // bytes into the segment
     uint32_t entry;   // index in the kMapGradients entries
   };
@@ -53,6 +58,7 @@ class GradientOutlet {
   std::vector<Out> outs_;
   std::vector<std::vector<size_t>> by_node_;  // op -> its indices in outs_
   std::vector<bool> sent_;
+  bool in_place_ = false;  // the gradients live in the segment
   int64_t step_ = -1;
   Send send_;
 };

@@ -476,13 +476,15 @@ class Worker {
   size_t device_index_ = 0;  // in partition_.devices
   std::unique_ptr<ShmChannel> channel_;
   std::unique_ptr<DeviceMemory> memory_;  // outlives the executor, whose buffers it holds
+  // A data-parallel replica's, once mapped; outlives the executor, whose
+  // gradients may live in its segment.
+  std::unique_ptr<GradientOutlet> gradients_;
   std::unique_ptr<Executor> exec_;
   double peak_flops_ = 0;  // WorkerRuntime::peak_flops_per_core, when profiling
   int loss_node_ = -1, metric_node_ = -1;
   int64_t fail_at_step_ = -1, hang_at_step_ = -1;
   TraceBuffer trace_;           // the traced step's timeline, reused step after step (storage made at the first)
   std::vector<float> staging_;  // PARAMS_IO's host copy of a tensor the CPU cannot address
-  std::unique_ptr<GradientOutlet> gradients_;  // a data-parallel replica's, once mapped
   GradientOutlet::Send send_;
 };
 

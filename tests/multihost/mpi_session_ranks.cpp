@@ -3,13 +3,15 @@
 //
 //   mpi_session_ranks tensor COUNT      rank 0 sends a [COUNT] tensor to rank 1, which checks every element
 //   mpi_session_ranks mismatch          rank 0 sends a [2,3] tensor, rank 1 expects [3,2]: prints the error
-//   mpi_session_ranks allreduce COUNT   every rank reduces allreduce_data.h's contributions, prints the digest
+//   mpi_session_ranks allreduce COUNT   every rank reduces allreduce_data.h's contributions, prints the digest:
+//                                       as three sums in flight at once, tested in turn, as training's buckets are
 //
 // Every rank prints "rank R of S on HOST" and its results to stdout, one
 // line each; exit 1 with the error on stderr when MPI fails.
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,7 +57,18 @@ void mismatch(const MpiSession& mpi) {
 void allreduce(const MpiSession& mpi, size_t count) {
   std::vector<float> data(count);
   for (size_t i = 0; i < count; ++i) data[i] = t::contribution(mpi.rank(), i);
-  mpi.allreduce_sum_ordered(data.data(), count);
+  // Three buckets (the last takes the rest), all started before any is
+  // tested, then tested in turn until each is done.
+  std::vector<std::unique_ptr<MpiSession::PendingSum>> sums;
+  for (size_t at = 0, k = 0; k < 3; ++k) {
+    const size_t n = k < 2 ? count / 3 : count - at;
+    sums.push_back(mpi.start_sum_ordered(data.data() + at, n));
+    at += n;
+  }
+  for (bool pending = true; pending;) {
+    pending = false;
+    for (auto& sum : sums) pending = !sum->test() || pending;
+  }
   std::printf("rank %d allreduce %zu floats digest %016" PRIx64 "\n", mpi.rank(), count,
               t::bits_digest(data.data(), count));
 }
