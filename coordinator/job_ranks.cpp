@@ -144,9 +144,6 @@ std::optional<std::string> stages_and_restarts(const std::vector<RankFacts>& ran
   return std::nullopt;
 }
 
-// The tag of checkpoint bytes between ranks (below the relay's).
-[[maybe_unused]] constexpr int kCheckpointTag = 7;
-
 const char* environment(const char* name) {
   return std::getenv(name);
 }

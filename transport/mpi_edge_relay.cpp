@@ -13,8 +13,6 @@
 namespace devmap {
 namespace {
 
-constexpr int kMaxTag = 1 << 15;
-
 int header_tag(int edge) {
   return kRelayTagBase + 2 * edge;
 }

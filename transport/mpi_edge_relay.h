@@ -16,9 +16,8 @@
 
 namespace devmap {
 
-// The tags [kRelayTagBase, 2^15) are the relay's: two per edge, so a job
-// relays edges with ids below (2^15 - kRelayTagBase) / 2.
-constexpr int kRelayTagBase = 1 << 14;
+// The relay's tags are [kRelayTagBase, kMaxTag) (mpi_session.h): two per
+// edge, so a job relays edges with ids below (kMaxTag - kRelayTagBase) / 2.
 
 // Binds this host's sockets for the other hosts' devices and posts the
 // first receives. Throws devmap::Error when an edge's id or slot is beyond

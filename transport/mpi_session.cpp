@@ -16,7 +16,6 @@
 namespace devmap {
 namespace {
 
-constexpr int kMaxTag = 1 << 15;               // MPI guarantees MPI_TAG_UB >= 32767
 constexpr size_t kMaxChunk = size_t{1} << 30;  // floats per MPI call (counts are int)
 
 void check_tag(int tag) {
@@ -120,8 +119,7 @@ class OrderedSum final : public MpiSession::PendingSum {
       slices_ = std::move(spare_.back());
       spare_.pop_back();
     }
-    if (size == 2) {
-      swap_ = true;
+    if (swaps()) {
       slices_.resize(count);
       receive(slices_.data(), count, 1 - rank, tag_);
       send(data_, count, 1 - rank, tag_);
@@ -154,7 +152,7 @@ class OrderedSum final : public MpiSession::PendingSum {
       if (!done) return false;
       requests_.clear();
       if (phase_++ != 0) continue;
-      if (!swap_) {
+      if (!swaps()) {
         gather();
         continue;
       }
@@ -165,6 +163,7 @@ class OrderedSum final : public MpiSession::PendingSum {
   }
 
  private:
+  bool swaps() const { return counts_.size() == 2; }  // two ranks swap their whole buffers
   void send(const float* p, size_t count, int rank, int tag) {
     check_mpi(MPI_Isend(p, static_cast<int>(count), MPI_FLOAT, rank, tag, MPI_COMM_WORLD, &requests_.emplace_back()),
               "MPI_Isend (sum in rank order)");
@@ -201,7 +200,6 @@ class OrderedSum final : public MpiSession::PendingSum {
   std::vector<float> slices_;  // rank r's slice of this rank's elements at r * mine_ (r = 0: unused on rank 0)
   std::vector<MPI_Request> requests_;
   int phase_ = 0;  // 0: reduce-scatter (or the swap), 1: all-gather, 2: done
-  bool swap_ = false;
 };
 
 class DoneSum final : public MpiSession::PendingSum {

@@ -20,12 +20,15 @@ namespace devmap {
 // `rc` is MPI_SUCCESS (0).
 void check_mpi(int rc, const char* what);
 
-// The tags devmap's messages between ranks use: MPI guarantees tags below
-// 2^15. Checkpoint bytes use kCheckpointTag (job_ranks.cpp), the sums in
-// rank order [kSumTagBase, kSumTagBase + kSumTags), an edge relay
-// [kRelayTagBase, 2^15) (mpi_edge_relay.h).
+// The tags of devmap's messages between ranks, all below kMaxTag (MPI
+// guarantees MPI_TAG_UB >= 32767):
+constexpr int kMaxTag = 1 << 15;
+constexpr int kCheckpointTag = 7;  // checkpoint byte ranges (job_ranks.cpp)
+// The sums in rank order, two tags per sum: [kSumTagBase, kSumTagBase + kSumTags).
 constexpr int kSumTagBase = 1 << 10;
 constexpr int kSumTags = 1 << 12;
+// An edge relay's (mpi_edge_relay.h), two per edge: [kRelayTagBase, kMaxTag).
+constexpr int kRelayTagBase = 1 << 14;
 
 class MpiSession {
  public:
