@@ -103,7 +103,7 @@ bench_machine() {
   echo "vector units: $(grep -m1 -o -w -E 'avx2|fma|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   if [[ -x ${dir:-}/bin/gemm_probe ]]; then
     echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE-(unset)}; OpenBLAS: $("$dir/bin/gemm_probe" --blas-info)"
-    echo "devmap CPU path: $("$dir/bin/gemm_probe" --cpu-path)"
+    echo "devmap CPU path: $("$dir/bin/gemm_probe" --cpu-path); $("$dir/bin/gemm_probe" --onednn-info)"
   else
     echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE-(unset)}"
   fi

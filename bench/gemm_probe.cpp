@@ -8,6 +8,7 @@
 //   gemm_probe --rate T [S]    aggregate GFLOP/s of T threads (S seconds, default 2)
 //   gemm_probe --blas-info     OpenBLAS's build and the core it picked here
 //   gemm_probe --cpu-path      the CPU path devmap's kernels run here (DEVMAP_CPU_PATH)
+//   gemm_probe --onednn-info   oneDNN's version and the instruction set its kernels run here
 //   gemm_probe --fma-peak      GFLOP/s of one core on that path (the FMA probe --profile uses, cached)
 #include <algorithm>
 #include <atomic>
@@ -22,6 +23,7 @@
 
 #include "core/cpu_path.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/conv2d_onednn.h"
 #include "kernels/cpu/fma_peak.h"
 
 namespace {
@@ -124,13 +126,18 @@ int main(int argc, char** argv) {
     std::printf("%s\n", devmap::describe_cpu_path().c_str());
     return 0;
   }
+  if (argc >= 2 && std::strcmp(argv[1], "--onednn-info") == 0) {
+    std::printf("%s\n", devmap::cpu::onednn_description().c_str());
+    return 0;
+  }
   if (argc >= 2 && std::strcmp(argv[1], "--fma-peak") == 0) {
     const devmap::CpuPath path = devmap::active_cpu_path();
     std::printf("%.1f\n", devmap::cpu::cached_fma_peak(path, devmap::cpu::default_fma_peak_cache()) * 1e-9);
     return 0;
   }
   if (argc > 1) {
-    std::fprintf(stderr, "gemm_probe: unknown option '%s' (--rate T [S], --blas-info, --cpu-path, --fma-peak)\n",
+    std::fprintf(stderr,
+                 "gemm_probe: unknown option '%s' (--rate T [S], --blas-info, --cpu-path, --onednn-info, --fma-peak)\n",
                  argv[1]);
     return 2;
   }

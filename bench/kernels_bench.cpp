@@ -1,7 +1,11 @@
 // Google Benchmark of the CPU kernels on the reference model's shapes
 // (batch 64). Arg: threads (pool and OpenBLAS); the conv2 benchmarks take a
-// second, the algorithm (0 gemm, 1 winograd). Reports GFLOP/s counted from
-// the definition's FLOPs (for Winograd, the effective rate).
+// second, the algorithm (0 gemm, 1 winograd, 2 onednn; conv1 0 or 2). BM_ResnetConv* run
+// three of the ResNet's convolutions at its batch of 128: Args threads,
+// layer (0: a first-stage 3x3, 16 -> 16 channels at 28x28; 1: the 3x3
+// stride-2 16 -> 32 at the second stage's start; 2: a third-stage 3x3,
+// 64 -> 64 at 7x7), algorithm. Reports GFLOP/s counted from the
+// definition's FLOPs (for Winograd, the effective rate).
 // BM_TrainStep / BM_Predict run the whole reference CNN through the
 // Executor (a training step at batch 64, a forward pass at batch 1000) and
 // report images/s plus the mean milliseconds of every op's forward (".f")
@@ -85,13 +89,17 @@ struct OpFixture {
 
 constexpr int64_t kBatch = 64;
 
-void report(benchmark::State& state, const OpFixture& f, double factor) {
+void report(benchmark::State& state, const OpFixture& f, double factor, int64_t batch = kBatch) {
   state.counters["GFLOP/s"] =
-      benchmark::Counter(f.node.forward_flops(kBatch) * factor * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(f.node.forward_flops(batch) * factor * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+const char* algorithm_arg(int64_t arg) {
+  return arg == 0 ? "gemm" : arg == 1 ? "winograd" : "onednn";
 }
 
 OpFixture conv2(const benchmark::State& state) {
-  const std::string algorithm = state.range(1) == 0 ? "gemm" : "winograd";
+  const std::string algorithm = algorithm_arg(state.range(1));
   return OpFixture(
       "conv2d", Shape{32, 14, 14},
       {{"filters", int64_t{64}}, {"kernel", int64_t{5}}, {"padding", int64_t{2}}, {"algorithm", algorithm}}, kBatch,
@@ -107,8 +115,48 @@ void BM_Conv2Backward(benchmark::State& state) {
   for (auto _ : state) f.backward();
   report(state, f, 2.0);
 }
+constexpr int64_t kResnetBatch = 128;
+
+OpFixture resnet_conv(const benchmark::State& state) {
+  struct Layer {
+    int64_t channels, size, filters, stride;
+  };
+  constexpr Layer kLayers[] = {{16, 28, 16, 1}, {16, 28, 32, 2}, {64, 7, 64, 1}};
+  const Layer& l = kLayers[state.range(1)];
+  return OpFixture("conv2d", Shape{l.channels, l.size, l.size},
+                   {{"filters", l.filters},
+                    {"kernel", int64_t{3}},
+                    {"stride", l.stride},
+                    {"padding", int64_t{1}},
+                    {"bias", false},
+                    {"algorithm", std::string(algorithm_arg(state.range(2)))}},
+                   kResnetBatch, static_cast<int>(state.range(0)));
+}
+void BM_ResnetConvForward(benchmark::State& state) {
+  OpFixture f = resnet_conv(state);
+  for (auto _ : state) f.forward();
+  report(state, f, 1.0, kResnetBatch);
+}
+void BM_ResnetConvBackward(benchmark::State& state) {
+  OpFixture f = resnet_conv(state);
+  for (auto _ : state) f.backward();
+  report(state, f, 2.0, kResnetBatch);
+}
+// Every algorithm that runs the layer (Winograd needs stride 1).
+void resnet_conv_args(benchmark::internal::Benchmark* b) {
+  for (int64_t threads : {1, 2})
+    for (int64_t layer : {0, 1, 2})
+      for (int64_t algorithm : {0, 1, 2})
+        if (!(layer == 1 && algorithm == 1)) b->Args({threads, layer, algorithm});
+  b->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
 void BM_Conv1Forward(benchmark::State& state) {
-  OpFixture f("conv2d", Shape{1, 28, 28}, {{"filters", int64_t{32}}, {"kernel", int64_t{5}}, {"padding", int64_t{2}}},
+  OpFixture f("conv2d", Shape{1, 28, 28},
+              {{"filters", int64_t{32}},
+               {"kernel", int64_t{5}},
+               {"padding", int64_t{2}},
+               {"algorithm", std::string(algorithm_arg(state.range(1)))}},
               kBatch, static_cast<int>(state.range(0)));
   for (auto _ : state) f.forward();
   report(state, f, 1.0);
@@ -134,12 +182,18 @@ void BM_Pool1Backward(benchmark::State& state) {
   for (auto _ : state) f.backward();
   report(state, f, 1.0);
 }
+// pool2: rows of 7 windows, shorter than any vector.
+void BM_Pool2Backward(benchmark::State& state) {
+  OpFixture f("max_pool2d", Shape{64, 14, 14}, {}, kBatch, static_cast<int>(state.range(0)));
+  f.forward();
+  for (auto _ : state) f.backward();
+  report(state, f, 1.0);
+}
 
 // The ResNet's widest batch_norm (bn1: 16 channels of 28x28, batch 128),
 // training. Reports GB/s of the bytes it must move: forward reads x twice
 // (the statistics, then the normalisation) and writes y; backward reads x
 // and dy twice and writes dx.
-constexpr int64_t kResnetBatch = 128;
 OpFixture resnet_bn1(const benchmark::State& state) {
   return OpFixture("batch_norm", Shape{16, 28, 28}, {}, kResnetBatch, static_cast<int>(state.range(0)));
 }
@@ -316,13 +370,16 @@ void whole_model(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_TrainStep)->Apply(whole_model);
 BENCHMARK(BM_Predict)->Apply(whole_model);
-BENCHMARK(BM_Conv1Forward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Conv2Forward)->ArgsProduct({{1, 2}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Conv2Backward)->ArgsProduct({{1, 2}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Conv1Forward)->ArgsProduct({{1, 2}, {0, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Conv2Forward)->ArgsProduct({{1, 2}, {0, 1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Conv2Backward)->ArgsProduct({{1, 2}, {0, 1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ResnetConvForward)->Apply(resnet_conv_args);
+BENCHMARK(BM_ResnetConvBackward)->Apply(resnet_conv_args);
 BENCHMARK(BM_Fc1Forward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Fc1Backward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Pool1Forward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Pool1Backward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Pool2Backward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ResnetBn1Forward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ResnetBn1Backward)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 

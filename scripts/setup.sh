@@ -4,7 +4,9 @@
 # when a package is missing. Works as root or through sudo.
 #
 #   scripts/setup.sh            build, test, data and benchmark-peer dependencies
-#                               (python3-torch: a test checks devmap against it;
+#                               (libdnnl-dev: oneDNN, the CPU convolutions; its
+#                               CMake package asks for ocl-icd-opencl-dev;
+#                               python3-torch: a test checks devmap against it;
 #                               ccache: CMake uses it when present;
 #                               graphviz: coordinator plan --dot FILE.svg;
 #                               openmpi-bin, libopenmpi-dev: the MPI transport
@@ -20,7 +22,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build pkg-config g++ ccache
   libyaml-cpp-dev libzmq3-dev cppzmq-dev libboost-dev
-  libopenblas-dev zlib1g-dev
+  libopenblas-dev libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
   python3-torch python3-numpy
@@ -29,7 +31,7 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --test) packages+=(munge slurmctld slurmd slurm-client) ;;
     *) echo "setup.sh: unknown option '$arg' (known: --test, --help)" >&2; exit 2 ;;
   esac

@@ -22,7 +22,8 @@ OpSchema conv2d_schema() {
        "channel groups: input channels and filters both divisible by it (depthwise: groups = channels)"},
       {"bias", AttrType::kBool, false, true, 0, "add a learned bias per output channel"},
       {"algorithm", AttrType::kString, false, std::string("auto"), 0,
-       "CPU algorithm: auto, gemm (im2col + GEMM) or winograd (stride 1, dilation 1, groups 1, kernel 3-5)"},
+       "CPU algorithm: auto, gemm (im2col + GEMM), winograd (stride 1, dilation 1, groups 1, kernel 3-5) or onednn "
+       "(oneDNN's direct convolution, groups 1)"},
   };
   s.infer_shape = [](const Attrs& a, const std::vector<Shape>& in) {
     require_rank(in[0], 3, "conv2d input");

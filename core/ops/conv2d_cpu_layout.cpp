@@ -33,7 +33,8 @@ ConvAlgorithm parse_conv_algorithm(const std::string& name) {
   if (name == "auto") return ConvAlgorithm::kAuto;
   if (name == "gemm") return ConvAlgorithm::kGemm;
   if (name == "winograd") return ConvAlgorithm::kWinograd;
-  throw_invalid("unknown conv2d algorithm '" + name + "' (known: auto, gemm, winograd)");
+  if (name == "onednn") return ConvAlgorithm::kOneDnn;
+  throw_invalid("unknown conv2d algorithm '" + name + "' (known: auto, gemm, winograd, onednn)");
 }
 
 std::string winograd_unsupported(const ConvGeometry& g) {
@@ -46,6 +47,11 @@ std::string winograd_unsupported(const ConvGeometry& g) {
   return {};
 }
 
+std::string onednn_unsupported(const ConvGeometry& g) {
+  if (g.groups != 1) return "groups " + std::to_string(g.groups) + " (needs 1)";
+  return {};
+}
+
 ConvAlgorithm resolve_conv_algorithm(ConvAlgorithm requested, const ConvGeometry& g) {
   const std::string why_not = winograd_unsupported(g);
   switch (requested) {
@@ -53,11 +59,17 @@ ConvAlgorithm resolve_conv_algorithm(ConvAlgorithm requested, const ConvGeometry
     case ConvAlgorithm::kWinograd:
       if (!why_not.empty()) throw_invalid("conv2d algorithm winograd cannot run with " + why_not);
       return ConvAlgorithm::kWinograd;
+    case ConvAlgorithm::kOneDnn:
+      if (const std::string no = onednn_unsupported(g); !no.empty())
+        throw_invalid("conv2d algorithm onednn cannot run with " + no);
+      return ConvAlgorithm::kOneDnn;
     case ConvAlgorithm::kAuto: break;
   }
   // Few channels or filters make the transformed-domain GEMMs too thin to
-  // repay the transforms.
-  return why_not.empty() && g.channels >= 8 && g.filters >= 8 ? ConvAlgorithm::kWinograd : ConvAlgorithm::kGemm;
+  // repay the transforms; at kernel 3 F(4x4, 3x3) saves only 4x, which
+  // oneDNN's direct kernels beat (bench/README.md).
+  if (why_not.empty() && g.kernel >= 4 && g.channels >= 8 && g.filters >= 8) return ConvAlgorithm::kWinograd;
+  return onednn_unsupported(g).empty() ? ConvAlgorithm::kOneDnn : ConvAlgorithm::kGemm;
 }
 
 ConvAlgorithm conv_algorithm_of(const Attrs& attrs, const ConvGeometry& g) {
@@ -93,10 +105,30 @@ WinogradConvLayout::WinogradConvLayout(const ConvGeometry& g) {
   lane = ceil_div(dw + a2 * point_stride(g.filters, g.channels), kAlign) * kAlign;
 }
 
+OneDnnConvLayout::OneDnnConvLayout(const ConvGeometry& g) {
+  const auto padded = [](int64_t channels) { return ceil_div(channels, kBlock) * kBlock; };
+  const auto aligned = [](int64_t floats) { return ceil_div(floats, kAlign) * kAlign; };
+  const int64_t src_sample = padded(g.channels) * g.in_plane(), dst_sample = padded(g.filters) * g.positions();
+  group = std::max<int64_t>(
+      1, kGroupBytes / static_cast<int64_t>(sizeof(float)) / std::max<int64_t>(src_sample + dst_sample, 1));
+  weights = aligned(padded(g.filters) * padded(g.channels) * g.kernel * g.kernel);
+  shared = 2 * weights;
+  src = 0;
+  dst = src + aligned(group * src_sample);
+  dw_blocked = dst + aligned(group * dst_sample);
+  dw_group = dw_blocked + weights;
+  dw = dw_group + aligned(g.filters * g.patch());
+  lane = dw + aligned(g.filters * g.patch());
+}
+
 uint64_t conv_cpu_workspace_bytes(const ConvGeometry& g, ConvAlgorithm algorithm, int64_t lanes) {
   int64_t shared = 0, lane = 0;
   if (algorithm == ConvAlgorithm::kWinograd) {
     const WinogradConvLayout lay(g);
+    shared = lay.shared;
+    lane = lay.lane;
+  } else if (algorithm == ConvAlgorithm::kOneDnn) {
+    const OneDnnConvLayout lay(g);
     shared = lay.shared;
     lane = lay.lane;
   } else {

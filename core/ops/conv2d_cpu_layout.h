@@ -35,16 +35,24 @@ struct ConvGeometry {
 //             below the kernel. About
 //             2.8x (kernel 3) to 5x (kernel 5) fewer multiplications; its
 //             rounding differs from gemm's by about 1e-6 relative.
-//   auto:     winograd where it applies and pays (at least 8 channels and
-//             8 filters), else gemm.
-enum class ConvAlgorithm { kAuto, kGemm, kWinograd };
+//   onednn:   oneDNN's direct convolution (its JIT kernels for the CPU
+//             path: avx512_core, avx2 or sse41), groups 1, any stride,
+//             padding and dilation; FLOPs as the definition, in channel
+//             blocks of 16 (8 below AVX-512).
+//   auto:     winograd for kernels of 4 and 5 where it applies and pays
+//             (at least 8 channels and 8 filters: F(4x4, 5x5) multiplies
+//             6.25x less, which no direct kernel makes up), else onednn
+//             where groups is 1, else gemm. Measured in bench/README.md.
+enum class ConvAlgorithm { kAuto, kGemm, kWinograd, kOneDnn };
 
 // Parses the attribute value; throws kInvalidInput naming the choices.
 ConvAlgorithm parse_conv_algorithm(const std::string& name);
 // Empty when Winograd can run on g, else why not ("stride 2 (needs 1)").
 std::string winograd_unsupported(const ConvGeometry& g);
-// The algorithm the CPU kernel runs: never kAuto. A requested kWinograd
-// that cannot run throws kInvalidInput with the reason.
+// Empty when oneDNN can run on g, else why not ("groups 4 (needs 1)").
+std::string onednn_unsupported(const ConvGeometry& g);
+// The algorithm the CPU kernel runs: never kAuto. A requested kWinograd or
+// kOneDnn that cannot run throws kInvalidInput with the reason.
 ConvAlgorithm resolve_conv_algorithm(ConvAlgorithm requested, const ConvGeometry& g);
 // resolve_conv_algorithm of the node's `algorithm` attribute.
 ConvAlgorithm conv_algorithm_of(const Attrs& attrs, const ConvGeometry& g);
@@ -91,6 +99,27 @@ struct WinogradConvLayout {
   // lane's transformed weight gradient [alpha^2][O][C].
   int64_t planes = 0, transformed = 0, dw = 0, lane = 0;
   explicit WinogradConvLayout(const ConvGeometry& g);
+};
+
+// oneDNN runs on channel-blocked copies of the NCHW tensors, one
+// single-threaded primitive call per group of samples of a lane. Sizes
+// bound what any of its layouts needs: channels padded to kBlock.
+struct OneDnnConvLayout {
+  static constexpr int64_t kBlock = 16;
+  // A group's blocked input and output stay at or under this many bytes
+  // (at least one sample), about a core's L2.
+  static constexpr int64_t kGroupBytes = int64_t{1024} << 10;
+  static constexpr int64_t kAlign = 16;  // regions start on 64-byte boundaries
+  int64_t group = 1;                     // samples per primitive call
+  int64_t weights = 0;                   // floats of blocked weights
+  // Shared: the weights blocked for the forward pass and for the input
+  // gradient.
+  int64_t shared = 0;
+  // Per lane: the group's blocked input (or input gradient) and output
+  // (or output gradient), its blocked weight gradient, the same in OIHW,
+  // and the lane's weight gradient (OIHW).
+  int64_t src = 0, dst = 0, dw_blocked = 0, dw_group = 0, dw = 0, lane = 0;
+  explicit OneDnnConvLayout(const ConvGeometry& g);
 };
 
 // Bytes of workspace for `lanes` lanes (shared + lanes x lane, as floats).

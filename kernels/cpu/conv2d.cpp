@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/conv2d_onednn.h"
 #include "kernels/cpu/conv2d_winograd.h"
 #include "kernels/cpu/cpu_dispatch.h"
 #include "kernels/cpu/im2col.h"
@@ -60,8 +61,13 @@ size_t Conv2dKernel::lane_bytes(const Node& node) const {
 }
 
 std::string Conv2dKernel::implementation(const Node& node) const {
-  return algorithm(node) == ConvAlgorithm::kWinograd ? path_kernel_name("winograd")
-                                                     : "im2col+openblas:" + blas_core_name();
+  switch (algorithm(node)) {
+    case ConvAlgorithm::kWinograd: return path_kernel_name("winograd");
+    case ConvAlgorithm::kOneDnn: return OneDnnConv(geometry_of(node)).implementation();
+    case ConvAlgorithm::kGemm:
+    case ConvAlgorithm::kAuto: break;
+  }
+  return "im2col+openblas:" + blas_core_name();
 }
 
 size_t Conv2dKernel::workspace_bytes(const Node& node, int64_t batch) const {
@@ -82,6 +88,10 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
   if (batch == 0) return;
   if (algo == ConvAlgorithm::kWinograd) {
     WinogradConv(g).forward(args.ctx.pool, batch, lane_count, x, w, bias, y, args.ctx.workspace);
+    return;
+  }
+  if (algo == ConvAlgorithm::kOneDnn) {
+    OneDnnConv(g).forward(args.ctx.pool, batch, lane_count, x, w, bias, y, args.ctx.workspace);
     return;
   }
   const GemmConvLayout lay(g);
@@ -227,16 +237,17 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
   check_workspace(args.node, conv_cpu_workspace_bytes(g, algo, lanes(batch)), args.ctx);
   const float* x = args.inputs[0].data;
   const float* w = args.params[0].data;
-  if (algo == ConvAlgorithm::kWinograd) {
-    const WinogradConv wino(g);
+  // Winograd and oneDNN: dW chunk by chunk, then dx over the whole batch.
+  const auto backward_by = [&](const auto& conv) {
     if (dw != nullptr)
       for_chunks([&](int64_t n0, int64_t count, bool add) {
-        wino.backward_weights(args.ctx.pool, count, lanes(count), x + n0 * g.channels * g.in_plane(), dy + n0 * o_n * p,
+        conv.backward_weights(args.ctx.pool, count, lanes(count), x + n0 * g.channels * g.in_plane(), dy + n0 * o_n * p,
                               dw, add, args.ctx.workspace);
       });
-    if (dx != nullptr) wino.backward_input(args.ctx.pool, batch, lanes(batch), dy, w, dx, args.ctx.workspace);
-    return;
-  }
+    if (dx != nullptr) conv.backward_input(args.ctx.pool, batch, lanes(batch), dy, w, dx, args.ctx.workspace);
+  };
+  if (algo == ConvAlgorithm::kWinograd) return backward_by(WinogradConv(g));
+  if (algo == ConvAlgorithm::kOneDnn) return backward_by(OneDnnConv(g));
   GemmPass pass{g, args.ctx.pool, x, dy, w, nullptr, nullptr, 0, batch, false, args.ctx.workspace};
   if (args.gradient_chunk <= 0 || args.gradient_chunk >= batch) {  // one chunk: dx and dW in one pass
     pass.dx = dx;

@@ -1,7 +1,7 @@
-// conv2d on the CPU, by one of two algorithms (core/ops/conv2d_cpu_layout.h):
-// im2col + single-threaded OpenBLAS sgemm per group of samples, or
-// Winograd (conv2d_winograd.h); the batch split into a fixed number of
-// lanes that run on the pool.
+// conv2d on the CPU, by one of three algorithms (core/ops/conv2d_cpu_layout.h):
+// im2col + single-threaded OpenBLAS sgemm per group of samples, Winograd
+// (conv2d_winograd.h) or oneDNN (conv2d_onednn.h); the batch split into a
+// fixed number of lanes that run on the pool.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +16,7 @@ namespace devmap::cpu {
 // Backward: dW, db (overwritten, or added to when accumulate), dx (overwritten;
 // skipped when its view is null).
 //
-// The node's `algorithm` attribute (auto, gemm, winograd) picks the
+// The node's `algorithm` attribute (auto, gemm, winograd, onednn) picks the
 // algorithm; the kernel's own, when not kAuto, overrides it (tests).
 //
 // Work split. The batch is cut into L = lanes(batch) = min(batch, max_lanes)
@@ -40,9 +40,10 @@ namespace devmap::cpu {
 //   cols    [(C/groups)*K*K, G*OH*OW]
 //   block   [O,     G*OH*OW]   only when G > 1
 //   dw      [O, (C/groups)*K*K]  the lane's dW partial (backward)
-// WinogradConvLayout for Winograd. workspace_bytes(node, batch) = shared +
-// lanes(batch) * lane_bytes(node): bounded for any batch and monotone in
-// it, so a workspace sized for the largest micro-batch fits every smaller one.
+// WinogradConvLayout for Winograd, OneDnnConvLayout for oneDNN.
+// workspace_bytes(node, batch) = shared + lanes(batch) * lane_bytes(node):
+// bounded for any batch and monotone in it, so a workspace sized for the
+// largest micro-batch fits every smaller one.
 class Conv2dKernel final : public OpKernel {
  public:
   static constexpr int64_t kDefaultMaxLanes = 8;
@@ -54,8 +55,8 @@ class Conv2dKernel final : public OpKernel {
   void backward(const BackwardArgs& args) override;
   bool sums_gradient_chunks() const override { return true; }
   size_t workspace_bytes(const Node& node, int64_t batch) const override;
-  // "winograd/<cpu path>" (the transforms; the GEMMs are OpenBLAS's) or
-  // "im2col+openblas:<core>".
+  // "winograd/<cpu path>" (the transforms; the GEMMs are OpenBLAS's),
+  // "onednn:<oneDNN's kernel>" or "im2col+openblas:<core>".
   std::string implementation(const Node& node) const override;
 
   int64_t lanes(int64_t batch) const;

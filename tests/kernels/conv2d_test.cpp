@@ -275,7 +275,7 @@ TEST(Conv2d, WorkspaceContract) {
   const int64_t group = Conv2dKernel::group_samples(node);
   EXPECT_EQ(group, static_cast<int64_t>(GemmConvLayout::kGroupColsBytes / (27 * 64 * sizeof(float))));
   const size_t lane = ((27 + 8) * group * 64 + 8 * 27) * sizeof(float);  // cols, block, dW partial
-  Conv2dKernel eight;
+  Conv2dKernel eight(8, ConvAlgorithm::kGemm);
   EXPECT_EQ(eight.lane_bytes(node), lane);
   EXPECT_EQ(eight.lanes(1), 1);
   EXPECT_EQ(eight.lanes(5), 5);
@@ -283,7 +283,7 @@ TEST(Conv2d, WorkspaceContract) {
   EXPECT_EQ(eight.workspace_bytes(node, 1), lane);
   EXPECT_EQ(eight.workspace_bytes(node, 64), 8 * lane);
   EXPECT_EQ(eight.workspace_bytes(node, 100000), 8 * lane);  // bounded for any batch
-  Conv2dKernel one(1);
+  Conv2dKernel one(1, ConvAlgorithm::kGemm);
   EXPECT_EQ(one.workspace_bytes(node, 64), lane);
   // Monotone in the batch, so the workspace for the largest micro-batch fits the rest.
   for (int64_t b = 1; b < 20; ++b) EXPECT_LE(eight.workspace_bytes(node, b), eight.workspace_bytes(node, b + 1));
@@ -305,8 +305,9 @@ TEST(Conv2d, TooSmallWorkspaceThrows) {
 // the same result as one lane, up to rounding, and correct gradients; with
 // groups of several samples and with single-sample groups.
 void expect_lanes_match_one_lane(const Node& node, int64_t batch) {
-  OpHarness whole(node, batch, 1, std::make_unique<Conv2dKernel>(1));
-  OpHarness split(node, batch, 2, std::make_unique<Conv2dKernel>(3));  // lanes of 2, 2, 1 samples for batch 5
+  OpHarness whole(node, batch, 1, std::make_unique<Conv2dKernel>(1, ConvAlgorithm::kGemm));
+  OpHarness split(node, batch, 2,
+                  std::make_unique<Conv2dKernel>(3, ConvAlgorithm::kGemm));  // lanes of 2, 2, 1 for batch 5
   randomize(whole, 5);
   randomize(split, 5);
   fill_uniform(span_of(whole.d_output), 6, -1, 1);

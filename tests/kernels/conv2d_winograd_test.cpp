@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/winograd.h"
+#include "tests/kernels/conv_test_util.h"
 #include "tests/kernels/cpu_paths.h"
 #include "tests/kernels/test_util.h"
 
@@ -66,64 +67,21 @@ TEST(Winograd, CompileTimeMatricesAndSharedInputTransform) {
   for (int j = 0; j < 6; ++j) EXPECT_EQ((kToomCook<4, 3>.bt[j]), first_row[j]);
 }
 
-Node conv_node(int64_t c, int64_t h, int64_t w, int64_t filters, int64_t kernel, int64_t padding, bool bias = true) {
-  return make_node("conv2d", "c", {{c, h, w}},
-                   {{"filters", filters}, {"kernel", kernel}, {"padding", padding}, {"bias", bias}});
-}
-
-void randomize(OpHarness& h, uint64_t seed) {
-  for (size_t i = 0; i < h.inputs.size(); ++i) fill_uniform(span_of(h.inputs[i]), seed + i, -1.0f, 1.0f);
-  for (size_t i = 0; i < h.params.size(); ++i) fill_uniform(span_of(h.params[i]), seed + 100 + i, -1.0f, 1.0f);
-  fill_uniform(span_of(h.d_output), seed + 200, -1.0f, 1.0f);
-}
-
-// |a - b| <= tol * (1 + max |b|) elementwise; returns the worst relative error.
-double expect_close(const Buffer& a, const Buffer& b, double tol, const std::string& what) {
-  double scale = 0, worst = 0;
-  for (int64_t i = 0; i < b.size(); ++i) scale = std::max(scale, static_cast<double>(std::abs(b.data()[i])));
-  for (int64_t i = 0; i < b.size(); ++i)
-    worst = std::max(worst, std::abs(static_cast<double>(a.data()[i]) - b.data()[i]) / (1 + scale));
-  EXPECT_LE(worst, tol) << what;
-  return worst;
-}
-
-// Forward, dx, dW (overwritten and accumulated) and db of Winograd against GEMM.
-void expect_matches_gemm(const Node& node, int64_t batch, int64_t max_lanes, int threads) {
-  SCOPED_TRACE(node.input_shapes[0].to_string() + " -> " + node.out_shape.to_string() + " k" +
-               std::to_string(node.attrs.get_int("kernel")) + " p" + std::to_string(node.attrs.get_int("padding")) +
-               " batch " + std::to_string(batch) + " lanes " + std::to_string(max_lanes));
-  OpHarness gemm(node, batch, threads, std::make_unique<Conv2dKernel>(max_lanes, ConvAlgorithm::kGemm));
-  OpHarness wino(node, batch, threads, std::make_unique<Conv2dKernel>(max_lanes, ConvAlgorithm::kWinograd));
-  for (OpHarness* h : {&gemm, &wino}) {
-    randomize(*h, 21);
-    h->forward();
-    h->backward();
-  }
-  // Sums over C*K*K (forward, dx) or batch*OH*OW (dW) terms of products of
-  // values in [-1, 1]: rounding differs by about 1e-6 of the largest output.
-  constexpr double kTol = 2e-5;
-  expect_close(wino.output, gemm.output, kTol, "y");
-  expect_close(wino.d_inputs[0], gemm.d_inputs[0], kTol, "dx");
-  expect_close(wino.d_params[0], gemm.d_params[0], kTol, "dW");
-  if (wino.d_params.size() > 1) {
-    EXPECT_TRUE(same_bits(wino.d_params[1], gemm.d_params[1])) << "db";
-  }
-  const std::vector<float> dw = to_vector(wino.d_params[0]);
-  wino.backward(/*accumulate=*/true);
-  for (size_t i = 0; i < dw.size(); ++i) ASSERT_EQ(wino.d_params[0].data()[i], dw[i] + dw[i]) << "accumulated dW " << i;
+void matches_gemm(const Node& node, int64_t batch, int64_t max_lanes, int threads) {
+  expect_matches_gemm(node, batch, max_lanes, threads, ConvAlgorithm::kWinograd);
 }
 
 TEST_P(ConvWinograd, MatchesGemm) {
-  expect_matches_gemm(conv_node(32, 14, 14, 64, 5, 2), 5, 8, 2);       // the reference model's conv2
-  expect_matches_gemm(conv_node(8, 9, 11, 8, 3, 1), 3, 8, 1);          // partial tiles, H != W
-  expect_matches_gemm(conv_node(8, 7, 7, 16, 3, 0), 13, 3, 2);         // no padding; lanes of 4-5 samples
-  expect_matches_gemm(conv_node(16, 6, 5, 8, 5, 4), 2, 8, 1);          // padding K-1: the input gradient pads by 0
-  expect_matches_gemm(conv_node(8, 10, 10, 8, 4, 1), 2, 8, 1);         // an even kernel (F(4, 4))
-  expect_matches_gemm(conv_node(9, 13, 3, 10, 3, 2, false), 4, 8, 2);  // odd channels and filters, no bias
+  matches_gemm(conv_node(32, 14, 14, 64, 5, 2), 5, 8, 2);       // the reference model's conv2
+  matches_gemm(conv_node(8, 9, 11, 8, 3, 1), 3, 8, 1);          // partial tiles, H != W
+  matches_gemm(conv_node(8, 7, 7, 16, 3, 0), 13, 3, 2);         // no padding; lanes of 4-5 samples
+  matches_gemm(conv_node(16, 6, 5, 8, 5, 4), 2, 8, 1);          // padding K-1: the input gradient pads by 0
+  matches_gemm(conv_node(8, 10, 10, 8, 4, 1), 2, 8, 1);         // an even kernel (F(4, 4))
+  matches_gemm(conv_node(9, 13, 3, 10, 3, 2, false), 4, 8, 2);  // odd channels and filters, no bias
   // More input-gradient tiles than forward ones: they size the groups.
-  expect_matches_gemm(conv_node(8, 8, 8, 8, 5, 0), 3, 8, 1);
+  matches_gemm(conv_node(8, 8, 8, 8, 5, 0), 3, 8, 1);
   // More samples than one group (WinogradConvLayout::kGroupTiles) in a lane.
-  expect_matches_gemm(conv_node(8, 8, 8, 8, 3, 1), 40, 2, 2);
+  matches_gemm(conv_node(8, 8, 8, 8, 3, 1), 40, 2, 2);
 }
 
 TEST_P(ConvWinograd, Gradients) {
@@ -165,24 +123,26 @@ TEST_P(ConvWinograd, EmptyBatchGivesZeroParamGradients) {
   }
 }
 
-TEST_P(ConvWinograd, AutoPicksWinogradWhereItAppliesAndPays) {
+TEST_P(ConvWinograd, AutoPicksWinogradWhereItAppliesAndPaysElseOneDnn) {
   Conv2dKernel k;
   EXPECT_EQ(k.algorithm(conv_node(32, 14, 14, 64, 5, 2)), ConvAlgorithm::kWinograd);
-  EXPECT_EQ(k.algorithm(conv_node(8, 9, 9, 8, 3, 1)), ConvAlgorithm::kWinograd);
-  EXPECT_EQ(k.algorithm(conv_node(1, 28, 28, 32, 5, 2)), ConvAlgorithm::kGemm);  // one channel
-  EXPECT_EQ(k.algorithm(conv_node(32, 14, 14, 4, 5, 2)), ConvAlgorithm::kGemm);  // four filters
-  EXPECT_EQ(k.algorithm(conv_node(32, 14, 14, 8, 1, 0)), ConvAlgorithm::kGemm);  // 1x1
-  EXPECT_EQ(k.algorithm(conv_node(32, 14, 14, 8, 7, 3)), ConvAlgorithm::kGemm);  // 7x7
+  EXPECT_EQ(k.algorithm(conv_node(8, 10, 10, 8, 4, 1)), ConvAlgorithm::kWinograd);
+  // Where Winograd does not apply or pay, and at kernel 3, oneDNN.
+  EXPECT_EQ(k.algorithm(conv_node(8, 9, 9, 8, 3, 1)), ConvAlgorithm::kOneDnn);
+  EXPECT_EQ(k.algorithm(conv_node(1, 28, 28, 32, 5, 2)), ConvAlgorithm::kOneDnn);  // one channel
+  EXPECT_EQ(k.algorithm(conv_node(32, 14, 14, 4, 5, 2)), ConvAlgorithm::kOneDnn);  // four filters
+  EXPECT_EQ(k.algorithm(conv_node(32, 14, 14, 8, 1, 0)), ConvAlgorithm::kOneDnn);  // 1x1
+  EXPECT_EQ(k.algorithm(conv_node(32, 14, 14, 8, 7, 3)), ConvAlgorithm::kOneDnn);  // 7x7
   EXPECT_EQ(k.algorithm(make_node("conv2d", "c", {{32, 14, 14}},
-                                  {{"filters", int64_t{8}}, {"kernel", int64_t{3}}, {"stride", int64_t{2}}})),
+                                  {{"filters", int64_t{8}}, {"kernel", int64_t{5}}, {"stride", int64_t{2}}})),
+            ConvAlgorithm::kOneDnn);
+  EXPECT_EQ(k.algorithm(make_node("conv2d", "c", {{32, 14, 14}},
+                                  {{"filters", int64_t{32}}, {"kernel", int64_t{5}}, {"dilation", int64_t{2}}})),
+            ConvAlgorithm::kOneDnn);
+  // Groups: auto falls back to gemm.
+  EXPECT_EQ(k.algorithm(make_node("conv2d", "c", {{32, 14, 14}},
+                                  {{"filters", int64_t{32}}, {"kernel", int64_t{3}}, {"groups", int64_t{4}}})),
             ConvAlgorithm::kGemm);
-  // Dilation or groups: auto falls back to gemm.
-  for (const auto& [key, value] : {std::pair{"dilation", int64_t{2}}, std::pair{"groups", int64_t{4}}})
-    EXPECT_EQ(k.algorithm(
-                  make_node("conv2d", "c", {{32, 14, 14}},
-                            {{"filters", int64_t{32}}, {"kernel", int64_t{3}}, {"padding", int64_t{2}}, {key, value}})),
-              ConvAlgorithm::kGemm)
-        << key;
   // The attribute overrides auto.
   EXPECT_EQ(
       k.algorithm(make_node("conv2d", "c", {{32, 14, 14}},
@@ -223,7 +183,7 @@ TEST_P(ConvWinograd, ImpossibleOrUnknownAlgorithmIsAnInputError) {
               {{"filters", int64_t{8}}, {"kernel", int64_t{3}}, {"algorithm", std::string("fft")}});
     FAIL() << "an unknown algorithm was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown conv2d algorithm 'fft' (known: auto, gemm, winograd)"),
+    EXPECT_NE(std::string(e.what()).find("unknown conv2d algorithm 'fft' (known: auto, gemm, winograd, onednn)"),
               std::string::npos)
         << e.what();
   }
