@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <vector>
 
 #include "coordinator/dataset.h"
@@ -82,65 +83,93 @@ class BatchFeeder {
       const int64_t n = share.size, m = micros_of(i), base = n / m, extra = n % m;
       return Unit{i, share.first + j * base + std::min(j, extra), base + (j < extra ? 1 : 0)};
     };
-    int64_t i = 0, j = 0, sent = 0;
-    Unit next = unit_of(0, 0);
-    {
-      wire::Step first{};
-      first.step = first_step;
-      first.flags = flags;
-      const int64_t t0 = feed_started(first);
-      fill(source, 0, next);
-      feed_done(t0, first);
-    }
-    StepResult sum;
-    for (;;) {
-      if (j == 0 && interrupted()) return false;
-      const Unit u = next;
-      const int64_t m = micros_of(i);
+    // Every unit (a micro-batch, or a batch run whole) in order, with its
+    // place in its batch.
+    struct Planned {
+      Unit unit;
+      int64_t micro, micros;
+    };
+    std::vector<Planned> units;
+    for (int64_t i = 0; i < batches; ++i)
+      for (int64_t j = 0, m = micros_of(i); j < m; ++j) units.push_back({unit_of(i, j), j, m});
+    const auto total = static_cast<int64_t>(units.size());
+    // Whether unit k + 1 may be sent before unit k is collected: training
+    // whose on_done does not need the workers idle after this unit (the
+    // caller's run_ahead), one host, no replicas (a replica's step ends in
+    // the exchange).
+    auto overlaps = [&](int64_t k) {
+      if (!(flags & wire::kTrain) || replicated || group_.hosts() != nullptr) return false;
+      const Planned& p = units[static_cast<size_t>(k)];
+      return p.micro + 1 < p.micros || (run_ahead_ && run_ahead_(first_step + p.unit.batch));
+    };
+    auto step_of = [&](int64_t k) {
+      const Planned& p = units[static_cast<size_t>(k)];
+      const int64_t i = p.unit.batch;
       wire::Step s{};
       s.step = first_step + i;
-      s.batch = u.size;
-      s.sample_offset = u.first - i * batch_size;
+      s.batch = p.unit.size;
+      s.sample_offset = p.unit.first - i * batch_size;
       s.batch_total = size_of(i);
-      s.slot = static_cast<uint32_t>(sent % layout_.slots);
+      s.slot = static_cast<uint32_t>(k % layout_.slots);
       s.flags = flags;
       if (flags & wire::kTrain) {
-        if (j > 0) s.flags |= wire::kAccumulate;
-        if (j + 1 < m || replicated) s.flags |= wire::kNoUpdate;  // a replica updates after the exchange
+        if (p.micro > 0) s.flags |= wire::kAccumulate;
+        if (p.micro + 1 < p.micros || replicated) s.flags |= wire::kNoUpdate;  // a replica updates after the exchange
         if (i == 0 && first_step == 0) s.flags |= extra_first_flags_;
       }
-      if (replicated && j + 1 == m) {  // its gradients go to the exchange as the backward makes them
-        s.flags |= wire::kSendGradients;
-        exchange_->begin(s.step);
+      if (replicated && p.micro + 1 == p.micros) s.flags |= wire::kSendGradients;
+      return s;
+    };
+    auto fill_unit = [&](int64_t k) {
+      wire::Step traced{};
+      traced.step = first_step + units[static_cast<size_t>(k)].unit.batch;
+      traced.flags = flags;
+      const int64_t t0 = feed_started(traced);
+      fill(source, k, units[static_cast<size_t>(k)].unit);
+      feed_done(t0, traced);
+    };
+    // Units [collected, sent) are in flight (at most two), [sent, filled)
+    // written and waiting; a unit's input slot is free again once the unit
+    // `slots` before it is collected. A stop (SIGINT, SIGTERM) sends no
+    // further batch, collects what is in flight and returns false.
+    int64_t sent = 0, filled = 0, collected = 0;
+    bool stopping = false;
+    std::deque<wire::Step> flight;
+    StepResult sum;
+    fill_unit(filled++);
+    for (;;) {
+      while (!stopping && sent < filled && (sent == collected || (sent - collected < 2 && overlaps(sent - 1)))) {
+        if (units[static_cast<size_t>(sent)].micro == 0 && interrupted()) {
+          stopping = true;
+          break;
+        }
+        const wire::Step s = step_of(sent);
+        // A replica's gradients go to the exchange as the backward makes them.
+        if (s.flags & wire::kSendGradients) exchange_->begin(s.step);
+        group_.send(s);
+        flight.push_back(s);
+        ++sent;
       }
-      group_.send(s);
-      // The next unit goes into the other slot while this one runs.
-      int64_t ni = j + 1 < m ? i : i + 1, nj = j + 1 < m ? j + 1 : 0;
-      bool more = ni < batches;
-      if (more) {
-        next = unit_of(ni, nj);
-        wire::Step ns = s;
-        ns.step = first_step + ni;
-        const int64_t t0 = feed_started(ns);
-        fill(source, sent + 1, next);
-        feed_done(t0, ns);
+      if (sent == collected) return !stopping;  // nothing in flight: every unit ran, or a stop
+      // The next unit goes into its slot while the workers run.
+      if (!stopping && filled < total && filled - collected < static_cast<int64_t>(layout_.slots)) {
+        fill_unit(filled++);
+        continue;
       }
+      const wire::Step s = flight.front();
+      flight.pop_front();
+      const Planned& p = units[static_cast<size_t>(collected++)];
       StepResult r = group_.collect();
       sum.loss += r.loss;
       sum.metric += r.metric;
       sum.compute_seconds += r.compute_seconds;
       if (!r.param_stats.empty()) sum.param_stats = std::move(r.param_stats);
-      if (j + 1 == m) {
+      if (p.micro + 1 == p.micros) {
         if (replicated) exchange_->finish(s.step, sum);
-        on_done(i, s.batch_total, sum, s.slot);
+        on_done(p.unit.batch, s.batch_total, sum, s.slot);
         sum = StepResult{};
       }
-      ++sent;
-      i = ni;
-      j = nj;
-      if (!more) break;
     }
-    return true;
   }
   // Pipelined: rounds of several micro-batches, each round one STEP that
   // every worker runs as its share of the pipeline schedule. Training: each
@@ -256,6 +285,12 @@ class BatchFeeder {
   // run() goes by rounds of up to `round` micro-batches (a pipelined job:
   // JobMemory::rounds); 0: one micro-batch at a time.
   void set_rounds(int round) { round_ = round; }
+  // Training by run() without rounds: whether the workers may be sent the
+  // next step before on_done has seen training step `step` (numbered from
+  // 0, as first_step counts); they then start it without waiting for the
+  // coordinator's round trip. The caller says no for a step whose on_done
+  // asks the workers for something (a checkpoint). Unset: never.
+  void set_run_ahead(std::function<bool(int64_t step)> run_ahead) { run_ahead_ = std::move(run_ahead); }
 
  private:
   // The coordinator's "feed" slice of a traced step (--trace): its start, or
@@ -285,6 +320,7 @@ class BatchFeeder {
   int round_ = 0;
   int rank_ = 0, replicas_ = 1;
   GradientExchange* exchange_ = nullptr;
+  std::function<bool(int64_t)> run_ahead_;
 };
 
 }  // namespace devmap

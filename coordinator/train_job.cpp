@@ -289,6 +289,10 @@ class Trainer {
       feeder.set_replica(replica_.rank, replica_.count, &*exchange);
     }
     if (options_.param_stats) feeder.set_first_step_flags(wire::kParamStats);
+    // The workers start a step while the coordinator takes in the one
+    // before, unless that one ends in a checkpoint (which needs them idle).
+    feeder.set_run_ahead(
+        [this](int64_t step) { return !(tc_.checkpoint_every > 0 && (step + 1) % tc_.checkpoint_every == 0); });
     step_ = 0;
     epochs_done_ = 0;
     steady_steps_.clear();
