@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "coordinator/dataset.h"
@@ -64,62 +65,13 @@ class BatchFeeder {
     if (batches == 0) return true;
     micro = std::min(micro, batch_size);
     const bool replicated = exchange_ && (flags & wire::kTrain);
-    // (batch, first sample, samples) of every micro-batch, in order; a
-    // batch's micro-batches are as even as micro_batch_sizes() makes them.
-    // A data-parallel replica's share of a batch is split the same way (n/r
-    // samples, one more for the first n%r replicas), and its micro-batches
-    // split that share.
-    auto size_of = [&](int64_t i) { return std::min(batch_size, count - i * batch_size); };
-    auto share_of = [&](int64_t i) {
-      const int64_t n = size_of(i);
-      if (!replicated) return Unit{i, i * batch_size, n};
-      const int64_t base = n / replicas_, extra = n % replicas_;
-      return Unit{i, i * batch_size + rank_ * base + std::min<int64_t>(rank_, extra), base + (rank_ < extra ? 1 : 0)};
-    };
-    auto micros_of = [&](int64_t i) { return (share_of(i).size + micro - 1) / micro; };
-    auto unit_of = [&](int64_t i, int64_t j) {
-      // Micro-batch j of a share of n in m: n/m samples, one more for the first n%m.
-      const Unit share = share_of(i);
-      const int64_t n = share.size, m = micros_of(i), base = n / m, extra = n % m;
-      return Unit{i, share.first + j * base + std::min(j, extra), base + (j < extra ? 1 : 0)};
-    };
-    // Every unit (a micro-batch, or a batch run whole) in order, with its
-    // place in its batch.
-    struct Planned {
-      Unit unit;
-      int64_t micro, micros;
-    };
-    std::vector<Planned> units;
-    for (int64_t i = 0; i < batches; ++i)
-      for (int64_t j = 0, m = micros_of(i); j < m; ++j) units.push_back({unit_of(i, j), j, m});
+    const std::vector<Planned> units = plan_units(count, batch_size, micro, batches, replicated);
     const auto total = static_cast<int64_t>(units.size());
-    // Whether unit k + 1 may be sent before unit k is collected: training
-    // whose on_done does not need the workers idle after this unit (the
-    // caller's run_ahead), one host, no replicas (a replica's step ends in
-    // the exchange).
-    auto overlaps = [&](int64_t k) {
-      if (!(flags & wire::kTrain) || replicated || group_.hosts() != nullptr) return false;
-      const Planned& p = units[static_cast<size_t>(k)];
-      return p.micro + 1 < p.micros || (run_ahead_ && run_ahead_(first_step + p.unit.batch));
-    };
-    auto step_of = [&](int64_t k) {
-      const Planned& p = units[static_cast<size_t>(k)];
-      const int64_t i = p.unit.batch;
-      wire::Step s{};
-      s.step = first_step + i;
-      s.batch = p.unit.size;
-      s.sample_offset = p.unit.first - i * batch_size;
-      s.batch_total = size_of(i);
-      s.slot = static_cast<uint32_t>(k % layout_.slots);
-      s.flags = flags;
-      if (flags & wire::kTrain) {
-        if (p.micro > 0) s.flags |= wire::kAccumulate;
-        if (p.micro + 1 < p.micros || replicated) s.flags |= wire::kNoUpdate;  // a replica updates after the exchange
-        if (i == 0 && first_step == 0) s.flags |= extra_first_flags_;
-      }
-      if (replicated && p.micro + 1 == p.micros) s.flags |= wire::kSendGradients;
-      return s;
-    };
+    const LockstepRun lockstep{
+        .first_step = first_step, .batch_size = batch_size, .flags = flags, .replicated = replicated};
+    // Whether unit k + 1 may be sent before unit k is collected.
+    auto overlaps = [&](int64_t k) { return may_overlap(units[static_cast<size_t>(k)], lockstep); };
+    auto step_of = [&](int64_t k) { return lockstep_step(units[static_cast<size_t>(k)], k, lockstep); };
     auto fill_unit = [&](int64_t k) {
       wire::Step traced{};
       traced.step = first_step + units[static_cast<size_t>(k)].unit.batch;
@@ -304,6 +256,75 @@ class BatchFeeder {
   struct Unit {
     int64_t batch, first, size;
   };
+  // A unit of a lock-step run (a micro-batch, or a batch run whole): its
+  // samples, its place among its batch's micro-batches, its batch's size.
+  struct Planned {
+    Unit unit;
+    int64_t micro, micros, batch_total;
+  };
+
+  // Every unit of the first `batches` batches, in order. A batch's
+  // micro-batches are as even as micro_batch_sizes() makes them (micro-batch
+  // j of n samples in m: n/m samples, one more for the first n%m). A
+  // data-parallel replica's share of a batch is split the same way (n/r
+  // samples, one more for the first n%r replicas), and its micro-batches
+  // split that share.
+  std::vector<Planned> plan_units(int64_t count, int64_t batch_size, int64_t micro, int64_t batches,
+                                  bool replicated) const {
+    std::vector<Planned> units;
+    for (int64_t i = 0; i < batches; ++i) {
+      const int64_t n = std::min(batch_size, count - i * batch_size);
+      Unit share{i, i * batch_size, n};
+      if (replicated) {
+        const int64_t base = n / replicas_, extra = n % replicas_;
+        share = {i, i * batch_size + rank_ * base + std::min<int64_t>(rank_, extra), base + (rank_ < extra ? 1 : 0)};
+      }
+      if (share.size == 0)
+        throw_invalid("batch " + std::to_string(i + 1) + " has " + std::to_string(n) + " samples, fewer than the " +
+                      std::to_string(replicas_) + " data-parallel replicas: every replica needs one");
+      const int64_t m = (share.size + micro - 1) / micro, base = share.size / m, extra = share.size % m;
+      for (int64_t j = 0; j < m; ++j)
+        units.push_back({{i, share.first + j * base + std::min(j, extra), base + (j < extra ? 1 : 0)}, j, m, n});
+    }
+    return units;
+  }
+
+  // What a lock-step run's units share.
+  struct LockstepRun {
+    int64_t first_step = 0, batch_size = 0;
+    uint32_t flags = 0;
+    bool replicated = false;
+  };
+
+  // Whether the unit after `p` may be sent before `p` is collected: the
+  // micro-batches of a training step, and the next step when the caller's
+  // run_ahead allows (on one host, without replicas, whose steps end in the
+  // exchange).
+  bool may_overlap(const Planned& p, const LockstepRun& run) const {
+    if (!(run.flags & wire::kTrain) || run.replicated || group_.hosts() != nullptr) return false;
+    return p.micro + 1 < p.micros || (run_ahead_ && run_ahead_(run.first_step + p.unit.batch));
+  }
+
+  // The STEP of unit number k.
+  wire::Step lockstep_step(const Planned& p, int64_t k, const LockstepRun& run) const {
+    const int64_t i = p.unit.batch, first_step = run.first_step;
+    const uint32_t flags = run.flags;
+    const bool replicated = run.replicated;
+    wire::Step s{};
+    s.step = first_step + i;
+    s.batch = p.unit.size;
+    s.sample_offset = p.unit.first - i * run.batch_size;
+    s.batch_total = p.batch_total;
+    s.slot = static_cast<uint32_t>(k % layout_.slots);
+    s.flags = flags;
+    if (flags & wire::kTrain) {
+      if (p.micro > 0) s.flags |= wire::kAccumulate;
+      if (p.micro + 1 < p.micros || replicated) s.flags |= wire::kNoUpdate;  // a replica updates after the exchange
+      if (i == 0 && first_step == 0) s.flags |= extra_first_flags_;
+    }
+    if (replicated && p.micro + 1 == p.micros) s.flags |= wire::kSendGradients;
+    return s;
+  }
   template <typename Source>
   void fill(Source& source, int64_t index, const Unit& u) {
     char* base =

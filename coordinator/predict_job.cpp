@@ -16,6 +16,7 @@
 #include "coordinator/memory_report.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/prediction_writer.h"
+#include "coordinator/profile_report.h"
 #include "coordinator/progress_bar.h"
 #include "coordinator/run_outputs.h"
 #include "coordinator/session.h"
@@ -189,6 +190,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   }
   csv->commit();
   write_device_events(session.workers(), session.memory(), metrics);
+  if (options.profile) report_profile(session.workers().workers(), session.workers().busy(), std::cout, metrics);
   JsonObject j;
   j.add("event", "done").add("job", "predict").add("images", done).add("seconds", secs);
   j.add("images_per_s", static_cast<double>(done) / secs).add("output", po.output);

@@ -4,6 +4,7 @@
 // cached under XDG_CACHE_HOME.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -79,6 +80,27 @@ TEST_P(CpuPathProfile, NamesTheKernelAndTheMeasuredPeak) {
 
 INSTANTIATE_TEST_SUITE_P(CpuPath, CpuPathProfile, ::testing::ValuesIn(kCpuPaths),
                          [](const ::testing::TestParamInfo<CpuPath>& p) { return cpu_path_name(p.param); });
+
+// predict --profile reports its forward ops, as a table and as metrics lines.
+TEST(PredictProfile, ReportsEveryForwardOpOfThePrediction) {
+  TempDir dir;
+  ASSERT_EQ(train(dir, {}, {}).exit_code, 0);
+  const ProcessResult r =
+      run_process({DEVMAP_COORDINATOR_BIN, "predict", kConfig, "--weights", dir.path() + "/w.safetensors", "--input",
+                   "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz", "--batch", "1000", "--output",
+                   dir.path() + "/p.csv", "--metrics", dir.path() + "/p.jsonl", "--profile"},
+                  dir.path(), {"TMPDIR=" + dir.path(), "XDG_CACHE_HOME=" + dir.path() + "/cache"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> ops;
+  for (const std::string& line : lines_with(read_file(dir.path() + "/p.jsonl"), "profile")) {
+    EXPECT_EQ(json_field(line, "direction"), "forward") << line;
+    EXPECT_EQ(json_field(line, "calls"), "10") << line;  // 10000 images in batches of 1000
+    ops.push_back(json_field(line, "op"));
+  }
+  for (const char* op : {"conv1", "conv2", "fc1", "logits"})
+    EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << "no profile line for " << op;
+  EXPECT_NE(r.out.find("profile of cpu:0"), std::string::npos) << r.out;
+}
 
 }  // namespace
 }  // namespace devmap::testing
