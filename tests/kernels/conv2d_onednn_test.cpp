@@ -85,20 +85,7 @@ TEST_P(ConvOneDnn, GradientCheckFailsWithTheSignFlipped) {
 }
 
 TEST_P(ConvOneDnn, PoolSizeDoesNotChangeTheBits) {
-  const Node node = conv(16, 40, 16, 3, 1, 1);
-  OpHarness one(node, 23, 1), two(node, 23, 2), three(node, 23, 3);
-  ASSERT_EQ(static_cast<Conv2dKernel&>(*one.kernel).algorithm(node), ConvAlgorithm::kOneDnn);
-  for (OpHarness* h : {&one, &two, &three}) {
-    randomize(*h, 5);
-    h->forward();
-    h->backward();
-  }
-  for (OpHarness* h : {&two, &three}) {
-    EXPECT_TRUE(same_bits(one.output, h->output));
-    EXPECT_TRUE(same_bits(one.d_inputs[0], h->d_inputs[0]));
-    EXPECT_TRUE(same_bits(one.d_params[0], h->d_params[0]));
-    EXPECT_TRUE(same_bits(one.d_params[1], h->d_params[1]));
-  }
+  expect_pool_size_keeps_the_bits(conv(16, 40, 16, 3, 1, 1), 23, ConvAlgorithm::kOneDnn);
 }
 
 // A sample's output and input gradient are the same bits whether oneDNN

@@ -95,19 +95,7 @@ TEST_P(ConvWinograd, Gradients) {
 }
 
 TEST_P(ConvWinograd, PoolSizeDoesNotChangeTheBits) {
-  const Node node = conv_node(16, 14, 14, 16, 5, 2);
-  OpHarness one(node, 11, 1), two(node, 11, 2), three(node, 11, 3);
-  ASSERT_EQ(static_cast<Conv2dKernel&>(*one.kernel).algorithm(node), ConvAlgorithm::kWinograd);
-  for (OpHarness* h : {&one, &two, &three}) {
-    randomize(*h, 5);
-    h->forward();
-    h->backward();
-  }
-  for (OpHarness* h : {&two, &three}) {
-    EXPECT_TRUE(same_bits(one.output, h->output));
-    EXPECT_TRUE(same_bits(one.d_inputs[0], h->d_inputs[0]));
-    EXPECT_TRUE(same_bits(one.d_params[0], h->d_params[0]));
-  }
+  expect_pool_size_keeps_the_bits(conv_node(16, 14, 14, 16, 5, 2), 11, ConvAlgorithm::kWinograd);
 }
 
 // A batch of no samples leaves no stale lane partials in the weight gradient.

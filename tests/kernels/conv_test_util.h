@@ -69,4 +69,21 @@ inline void expect_matches_gemm(const Node& node, int64_t batch, int64_t max_lan
     ASSERT_EQ(other.d_params[0].data()[i], dw[i] + dw[i]) << "accumulated dW " << i;
 }
 
+// The kernel on pools of 1, 2 and 3 threads gives the same bits: forward,
+// input gradient and every parameter gradient.
+inline void expect_pool_size_keeps_the_bits(const Node& node, int64_t batch, ConvAlgorithm algorithm) {
+  OpHarness one(node, batch, 1), two(node, batch, 2), three(node, batch, 3);
+  ASSERT_EQ(static_cast<cpu::Conv2dKernel&>(*one.kernel).algorithm(node), algorithm);
+  for (OpHarness* h : {&one, &two, &three}) {
+    randomize(*h, 5);
+    h->forward();
+    h->backward();
+  }
+  for (OpHarness* h : {&two, &three}) {
+    EXPECT_TRUE(same_bits(one.output, h->output));
+    EXPECT_TRUE(same_bits(one.d_inputs[0], h->d_inputs[0]));
+    for (size_t i = 0; i < one.d_params.size(); ++i) EXPECT_TRUE(same_bits(one.d_params[i], h->d_params[i])) << i;
+  }
+}
+
 }  // namespace devmap::test
