@@ -21,11 +21,13 @@ inline std::string json_field(const std::string& line, const std::string& key) {
   return v.size() >= 2 && v.front() == '"' ? v.substr(1, v.size() - 2) : v;
 }
 
-// The lines of `text` whose "event" is `event`.
+// The lines of `text` whose "event" is `event`. Only whole lines count: a
+// last line without its newline is one the coordinator is still writing
+// (tests read metrics files while runs go on).
 inline std::vector<std::string> lines_with(const std::string& text, const std::string& event) {
   std::vector<std::string> out;
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
+  for (std::string line; std::getline(in, line) && !in.eof();)
     if (json_field(line, "event") == event) out.push_back(line);
   return out;
 }
