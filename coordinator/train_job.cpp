@@ -156,6 +156,10 @@ class Trainer {
 
   double learning_rate(int64_t step) const { return config_.train.optimizer.rate_at(step); }
 
+  // Whether a checkpoint is written once `steps` steps are done
+  // (train.checkpoint_every).
+  bool checkpoint_due(int64_t steps) const { return tc_.checkpoint_every > 0 && steps % tc_.checkpoint_every == 0; }
+
   // Runs attempts until one ends; a worker failure starts another, from
   // the newest checkpoint, while train.max_restarts allows.
   int run() {
@@ -291,8 +295,7 @@ class Trainer {
     if (options_.param_stats) feeder.set_first_step_flags(wire::kParamStats);
     // The workers start a step while the coordinator takes in the one
     // before, unless that one ends in a checkpoint (which needs them idle).
-    feeder.set_run_ahead(
-        [this](int64_t step) { return !(tc_.checkpoint_every > 0 && (step + 1) % tc_.checkpoint_every == 0); });
+    feeder.set_run_ahead([this](int64_t step) { return !checkpoint_due(step + 1); });
     step_ = 0;
     epochs_done_ = 0;
     steady_steps_.clear();
@@ -351,7 +354,7 @@ class Trainer {
               j.add("step_ms", step_seconds.back() * 1e3).add("compute_ms", r.compute_seconds * 1e3);
               metrics_->write(j);
             }
-            if (tc_.checkpoint_every > 0 && step_ % tc_.checkpoint_every == 0) save(group);
+            if (checkpoint_due(step_)) save(group);
           });
       if (step_ == epoch * steps_per_epoch_) epochs_done_ = epoch;
       if (!complete) {

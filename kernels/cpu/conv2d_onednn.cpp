@@ -183,6 +183,13 @@ memory in_layout(const memory::desc& want, const memory::desc& user, const float
   return b;
 }
 
+// The weights (OIHW at `w`) in a primitive's layout `want`, blocked into
+// `region` (`floats` long) when the layouts differ.
+memory weights_in(const memory::desc& want, const memory::desc& user, const float* w, float* region, int64_t floats) {
+  check_fits(want, floats, "weights");
+  return in_layout(want, user, w, region, thread_stream());
+}
+
 // A primitive's output in layout `have`: written straight to the user's
 // memory when the layouts agree, else to `blocked` and reordered after.
 struct Output {
@@ -247,8 +254,7 @@ void OneDnnConv::forward(ThreadPool* pool, int64_t batch, int64_t lanes, const f
   single_threaded();
   const bool has_bias = bias != nullptr;
   const Primitives& full = Plans::instance().get(g_, has_bias, lay_.group, lay_.group);
-  check_fits(full.fwd_pd.weights_desc(), lay_.weights, "weights");
-  const memory weights = in_layout(full.fwd_pd.weights_desc(), full.w_user, w, workspace, thread_stream());
+  const memory weights = weights_in(full.fwd_pd.weights_desc(), full.w_user, w, workspace, lay_.weights);
   const int64_t x_sample = g_.channels * g_.in_plane(), y_sample = g_.filters * g_.positions();
   for_each_group(pool, batch, lanes, lay_, workspace, [&](float* ws, int64_t, int64_t n0, int64_t n) {
     dnnl::stream& s = thread_stream();
@@ -271,9 +277,8 @@ void OneDnnConv::backward_input(ThreadPool* pool, int64_t batch, int64_t lanes, 
                                 float* dx, float* workspace) const {
   single_threaded();
   const Primitives& full = Plans::instance().get(g_, false, lay_.group, lay_.group);
-  check_fits(full.bwd_data_pd.weights_desc(), lay_.weights, "weights");
   const memory weights =
-      in_layout(full.bwd_data_pd.weights_desc(), full.w_user, w, workspace + lay_.weights, thread_stream());
+      weights_in(full.bwd_data_pd.weights_desc(), full.w_user, w, workspace + lay_.weights, lay_.weights);
   const int64_t x_sample = g_.channels * g_.in_plane(), y_sample = g_.filters * g_.positions();
   for_each_group(pool, batch, lanes, lay_, workspace, [&](float* ws, int64_t, int64_t n0, int64_t n) {
     dnnl::stream& s = thread_stream();
