@@ -104,6 +104,7 @@ bench_machine() {
   if [[ -x ${dir:-}/bin/gemm_probe ]]; then
     echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE-(unset)}; OpenBLAS: $("$dir/bin/gemm_probe" --blas-info)"
     echo "devmap CPU path: $("$dir/bin/gemm_probe" --cpu-path); $("$dir/bin/gemm_probe" --onednn-info)"
+    echo "devmap GEMMs: $("$dir/bin/gemm_probe" --gemm-info)"
   else
     echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE-(unset)}"
   fi

@@ -1,5 +1,5 @@
-// SGEMM probe: GFLOP/s of OpenBLAS (devmap::cpu::sgemm, one thread per
-// call) on the reference model's GEMM shapes, as the minimum time over many
+// SGEMM probe: GFLOP/s of devmap::cpu::sgemm (OpenBLAS or oneDNN, as
+// core/gemm_library.h picks; one thread per call) on the reference model's GEMM shapes, as the minimum time over many
 // short runs (so a busy machine disturbs it little), and the aggregate SGEMM
 // rate of T threads each running its own single-threaded GEMM, which is
 // what the kernels do: the "GEMM-bound limit" of bench/compare_pytorch.sh.
@@ -8,6 +8,7 @@
 //   gemm_probe --rate T [S]    aggregate GFLOP/s of T threads (S seconds, default 2)
 //   gemm_probe --blas-info     OpenBLAS's build and the core it picked here
 //   gemm_probe --cpu-path      the CPU path devmap's kernels run here (DEVMAP_CPU_PATH)
+//   gemm_probe --gemm-info     the library devmap's GEMMs run in here, and why (DEVMAP_GEMM)
 //   gemm_probe --onednn-info   oneDNN's version and the instruction set its kernels run here
 //   gemm_probe --fma-peak      GFLOP/s of one core on that path (the FMA probe --profile uses, cached)
 #include <algorithm>
@@ -22,9 +23,10 @@
 #include <vector>
 
 #include "core/cpu_path.h"
+#include "core/error.h"
 #include "kernels/cpu/blas.h"
-#include "kernels/cpu/conv2d_onednn.h"
 #include "kernels/cpu/fma_peak.h"
+#include "kernels/cpu/onednn_runtime.h"
 
 namespace {
 
@@ -111,9 +113,27 @@ void rate(int threads, double secs) {
   std::printf("%.1f\n", total);
 }
 
+constexpr const char* kUsage =
+    "usage: gemm_probe [OPTION]\n"
+    "  (none)           GFLOP/s of devmap's sgemm, one thread, on the reference model's shapes\n"
+    "  --rate T [S]     aggregate GFLOP/s of T threads, each running its own GEMMs (S seconds, default 2)\n"
+    "  --blas-info      OpenBLAS's build and the core it picked here (it follows OPENBLAS_CORETYPE)\n"
+    "  --cpu-path       the CPU path devmap's kernels run here (DEVMAP_CPU_PATH)\n"
+    "  --gemm-info      the library devmap's GEMMs run in here, and why (DEVMAP_GEMM)\n"
+    "  --onednn-info    oneDNN's version and the instruction set its kernels run here\n"
+    "  --fma-peak       GFLOP/s of one core on the active path (the FMA probe --profile uses, cached)\n";
+
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
+  if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "--gemm-info") == 0) {
+    std::printf("%s\n", devmap::cpu::describe_gemm_library().c_str());
+    return 0;
+  }
   if (argc >= 3 && std::strcmp(argv[1], "--rate") == 0) {
     rate(std::max(1, std::atoi(argv[2])), argc >= 4 ? std::atof(argv[3]) : 2.0);
     return 0;
@@ -136,11 +156,18 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1) {
-    std::fprintf(stderr,
-                 "gemm_probe: unknown option '%s' (--rate T [S], --blas-info, --cpu-path, --onednn-info, --fma-peak)\n",
-                 argv[1]);
+    std::fprintf(stderr, "gemm_probe: unknown option '%s'\n%s", argv[1], kUsage);
     return 2;
   }
   table();
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const devmap::Error& e) {  // a bad DEVMAP_CPU_PATH or DEVMAP_GEMM
+    std::fprintf(stderr, "gemm_probe: %s\n", e.what());
+    return e.exit_code();
+  }
 }

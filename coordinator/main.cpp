@@ -16,6 +16,7 @@
 #include "coordinator/step_costs.h"
 #include "coordinator/train_job.h"
 #include "core/cpu_path.h"
+#include "core/gemm_library.h"
 
 #ifndef DEVMAP_VERSION
 #define DEVMAP_VERSION "dev"
@@ -119,8 +120,9 @@ int main(int argc, char** argv) {
     if (cl.subcommand == "predict") cl.overrides.insert(cl.overrides.begin(), "job=predict");
     Config config = load_config(cl.config_path, cl.overrides);
     set_grace_period(std::chrono::milliseconds(static_cast<int64_t>(config.faults.grace_period * 1000)));
-    // The CPU workers would fail on a bad DEVMAP_CPU_PATH: say so before any starts.
+    // The CPU workers would fail on a bad DEVMAP_CPU_PATH or DEVMAP_GEMM: say so before any starts.
     cpu_path_from_environment();
+    gemm_library_from_environment();
     // A plan runs nothing: it needs no ranks, on one host or several.
     if (cl.subcommand == "plan") return run_job(cl, config);
     // Every rank of a job across hosts agrees on the config and its hosts;

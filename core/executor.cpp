@@ -77,6 +77,8 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
   bound_.assign(nt, nullptr);
   host_of_.assign(nt, nullptr);
   external_.assign(n, false);
+  relu_into_.assign(n, false);
+  fused_away_.assign(n, false);
   buffers_.resize(nt);
 }
 
@@ -93,6 +95,21 @@ void Executor::set_external(int node) {
   external_[static_cast<size_t>(node)] = true;
 }
 
+void Executor::plan_fused_relus() {
+  fused_.clear();
+  if (fuse_relus_)
+    for (const FusedRelu& f : devmap::fused_relus(FusedReluInputs{&graph_, &forward_, &edge_of_, &external_, host_}))
+      if (kernels_[static_cast<size_t>(f.conv)]->fuses_relu()) fused_.push_back(f);
+  alias_of_.assign(static_cast<size_t>(program_.tensor_count()), -1);
+  relu_into_.assign(static_cast<size_t>(graph_.size()), false);
+  fused_away_.assign(static_cast<size_t>(graph_.size()), false);
+  for (const FusedRelu& f : fused_) {
+    alias_of_[static_cast<size_t>(f.relu)] = f.conv;
+    relu_into_[static_cast<size_t>(f.conv)] = true;
+    fused_away_[static_cast<size_t>(f.relu)] = true;
+  }
+}
+
 void Executor::reserve(int64_t max_batch, int sets) {
   assert(sets >= 1);
   max_batch_ = max_batch;
@@ -101,9 +118,10 @@ void Executor::reserve(int64_t max_batch, int sets) {
   stored_.clear();
   // Set 0 becomes the current one; sets 1.. wait in stored_.
   stored_.resize(static_cast<size_t>(sets));
+  plan_fused_relus();
   // The same list the memory plan sums (core/tensor_allocations.h).
-  const std::vector<TensorAllocation> allocations =
-      tensor_allocations(TensorAllocationInputs{&graph_, &program_, &uses_, &edge_of_, &external_, host_}, max_batch);
+  const std::vector<TensorAllocation> allocations = tensor_allocations(
+      TensorAllocationInputs{&graph_, &program_, &uses_, &edge_of_, &external_, host_, &fused_}, max_batch);
   for (int k = sets - 1; k >= 0; --k) {
     std::vector<DeviceBuffer>& buffers = k == 0 ? buffers_ : stored_[static_cast<size_t>(k)].buffers;
     buffers.resize(static_cast<size_t>(program_.tensor_count()));
@@ -205,6 +223,8 @@ void Executor::bind_output(int node, float* data) {
 
 TensorView Executor::view(int tensor, int64_t batch) const {
   assert(batch <= max_batch_ && "reserve() a larger batch first");
+  if (const int alias = alias_of_.empty() ? -1 : alias_of_[static_cast<size_t>(tensor)]; alias >= 0)
+    return TensorView{view(alias, batch).data, tensor_shape(tensor, batch)};
   float* bound = bound_[static_cast<size_t>(tensor)];
   assert((bound || buffers_[static_cast<size_t>(tensor)].data()) && "tensor has no memory on this device");
   return TensorView{bound ? bound : buffers_[static_cast<size_t>(tensor)].data(), tensor_shape(tensor, batch)};
@@ -300,6 +320,10 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
   if (timer_) timer_->clear();  // what a pass that threw left
   for (int k = begin; k < end; ++k) {
     const Instr& ins = instrs[static_cast<size_t>(k)];
+    if (ins.kind == InstrKind::kForward && fused_away_[static_cast<size_t>(ins.node)]) {
+      finished_.fetch_add(1, std::memory_order_relaxed);  // its conv2d wrote its output
+      continue;
+    }
     running_.store(static_cast<int64_t>(ins.kind) << 32 | static_cast<uint32_t>(ins.node), std::memory_order_relaxed);
     auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const int64_t trace_t0 = trace_ ? trace_now_ns() : 0;
@@ -327,7 +351,7 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
         for (int pi : node_params_[static_cast<size_t>(ins.node)])
           params.push_back(params_[static_cast<size_t>(pi)].value_view());
         kernels_[static_cast<size_t>(ins.node)]->forward(
-            ForwardArgs{node, inputs, params, view(ins.out[0], batch), ctx});
+            ForwardArgs{node, inputs, params, view(ins.out[0], batch), ctx, relu_into_[static_cast<size_t>(ins.node)]});
         break;
       }
       case InstrKind::kBackward: run_kernel_backward(ins, batch, ctx, accumulate); break;
@@ -413,21 +437,25 @@ std::string Executor::describe(const Progress& p) const {
   return "?";
 }
 
-std::string Executor::implementation(int node) const {
+std::string Executor::implementation(int node, bool backward) const {
   const auto& k = kernels_[static_cast<size_t>(node)];
-  return k ? k->implementation(graph_.node(node)) : std::string();
+  if (!k) return {};
+  return backward ? k->backward_implementation(graph_.node(node)) : k->implementation(graph_.node(node));
 }
 
 void Executor::record(const Instr& ins, int64_t batch, double seconds) {
   switch (ins.kind) {
     case InstrKind::kForward: {
       const Node& n = graph_.node(ins.node);
-      profile_.add(n.name, ProfileDirection::kForward, seconds, n.forward_flops(batch), implementation(ins.node));
+      profile_.add(n.name, ProfileDirection::kForward, seconds, n.forward_flops(batch),
+                   implementation(ins.node, false));
       break;
     }
     case InstrKind::kBackward: {
       const Node& n = graph_.node(ins.node);
-      profile_.add(n.name, ProfileDirection::kBackward, seconds, n.backward_flops(batch), implementation(ins.node));
+      const bool input_gradients = std::any_of(ins.out.begin(), ins.out.end(), [](int t) { return t >= 0; });
+      profile_.add(n.name, ProfileDirection::kBackward, seconds, n.backward_flops(batch, input_gradients),
+                   implementation(ins.node, true));
       break;
     }
     case InstrKind::kSumGrads: profile_.add(graph_.node(ins.node).name, ProfileDirection::kSumGrads, seconds, 0); break;

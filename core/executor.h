@@ -24,6 +24,7 @@
 
 #include "core/channel.h"
 #include "core/device_memory.h"
+#include "core/fused_relu.h"
 #include "core/kernel.h"
 #include "core/partition.h"
 #include "core/pipeline_schedule.h"
@@ -74,6 +75,11 @@ class Executor {
   // devmap::Error when the device's memory_limit is exceeded.
   void reserve(int64_t max_batch, int sets = 1);
   int64_t max_batch() const { return max_batch_; }
+  // A test hook: with false, the next reserve() fuses no relu into its
+  // conv2d (core/fused_relu.h), which the memory plan assumes it does.
+  void set_fuse_relus(bool fuse) { fuse_relus_ = fuse; }
+  // The relus fused into their conv2d since reserve().
+  const std::vector<FusedRelu>& fused_relus() const { return fused_; }
   // The buffer set the next passes, bind_output, output and scalar use.
   void use_set(int set);
   int sets() const { return std::max(1, static_cast<int>(stored_.size())); }
@@ -171,10 +177,13 @@ class Executor {
   void copy_staged_inputs(int64_t batch);
   void copy_staged_outputs(int64_t batch);
   void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
-  // The node's kernel's implementation name (--profile), or empty.
-  std::string implementation(int node) const;
+  // The node's kernel's implementation name (--profile) for its forward or
+  // backward, or empty.
+  std::string implementation(int node, bool backward) const;
   void record(const Instr& ins, int64_t batch, double seconds);
   void record_pass(int64_t batch);
+  // Sets fused_ and what follows from it (alias_of_, relu_into_, fused_away_).
+  void plan_fused_relus();
   static TraceKind trace_kind(InstrKind kind);
   void trace_slot_wait(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to, int edge,
                        const StepInfo& info);
@@ -229,7 +238,12 @@ class Executor {
   };
   std::vector<BufferSet> stored_;  // sets but the current one, by index (the current one's entry is empty)
   int current_set_ = 0;
-  std::vector<bool> external_;                       // per node: set_external
+  std::vector<bool> external_;  // per node: set_external
+  bool fuse_relus_ = true;
+  std::vector<FusedRelu> fused_;  // set in reserve
+  std::vector<int> alias_of_;     // per tensor: the tensor whose buffer it is (a fused relu's conv2d), or -1
+  std::vector<bool> relu_into_;   // per node: a conv2d that writes its fused relu's output
+  std::vector<bool> fused_away_;  // per node: a fused relu (no forward instruction runs)
   std::vector<int> staged_inputs_, staged_outputs_;  // external ops behind staging buffers (set in reserve)
   DeviceBuffer workspace_;
   std::vector<const float*> parts_;  // kSumGrads scratch

@@ -117,8 +117,10 @@ double Node::forward_flops(int64_t batch) const {
   return schema->forward_flops(attrs, input_shapes, out_shape) * static_cast<double>(batch);
 }
 
-double Node::backward_flops(int64_t batch) const {
-  return schema->differentiable ? forward_flops(batch) * schema->backward_flops_factor : 0.0;
+double Node::backward_flops(int64_t batch, bool input_gradients) const {
+  if (!schema->differentiable) return 0.0;
+  const double factor = schema->backward_flops_factor - (input_gradients ? 0.0 : schema->input_gradient_flops_factor);
+  return forward_flops(batch) * factor;
 }
 
 double Graph::forward_flops(int64_t batch) const {

@@ -32,7 +32,9 @@ struct Node {
   int64_t activation_bytes(int64_t batch) const { return out_shape_for(batch).numel() * 4; }
   double forward_flops(int64_t batch) const;      // 0 for ops without a count
   uint64_t workspace_bytes(int64_t batch) const;  // OpSchema::workspace_bytes, 0 when none
-  double backward_flops(int64_t batch) const;     // 0 when not differentiable
+  // 0 when not differentiable; without the input gradients' share
+  // (OpSchema::input_gradient_flops_factor) when none is computed.
+  double backward_flops(int64_t batch, bool input_gradients = true) const;
 };
 
 class Graph {

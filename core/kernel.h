@@ -35,6 +35,10 @@ struct ForwardArgs {
   std::span<const TensorView> params;
   TensorView output;  // written whole
   KernelContext& ctx;
+  // Write max(y, 0) instead of y: the relu after the op, fused (with the bits
+  // a relu kernel would give). Asked only of kernels whose fuses_relu() is
+  // true (core/fused_relu.h says when).
+  bool relu_output = false;
 };
 
 struct BackwardArgs {
@@ -53,8 +57,8 @@ struct BackwardArgs {
   // has the same bits wherever the chunk is computed: in a whole batch
   // (Executor::set_gradient_chunk), a micro-batch or a data-parallel
   // replica. (The dense kernel's GEMM does so while a chunk fits one of
-  // OpenBLAS's K blocks, a few hundred samples; past that it adds block by
-  // block.)
+  // its library's K blocks, a few hundred samples; past that it adds block
+  // by block.)
   std::span<const TensorView> d_params;
   bool accumulate = false;
   KernelContext& ctx;
@@ -87,11 +91,16 @@ class OpKernel {
   // a worker (the executor allocates the maximum once).
   virtual size_t workspace_bytes(const Node& /*node*/, int64_t /*batch*/) const { return 0; }
   // Whether backward() honours BackwardArgs::gradient_chunk itself (and
-  // computes what does not sum over samples, the input gradients, once).
+  // computes what does not sum over samples, the input gradients, once or
+  // chunk by chunk, with the bits of one call per chunk either way).
   virtual bool sums_gradient_chunks() const { return false; }
   // The implementation that runs for the node in this process, as --profile
   // names it ("winograd/avx512", "openblas:Cooperlake"); empty: not named.
   virtual std::string implementation(const Node& /*node*/) const { return {}; }
+  // The same for backward(), where it runs another implementation.
+  virtual std::string backward_implementation(const Node& node) const { return implementation(node); }
+  // Whether forward() honours ForwardArgs::relu_output.
+  virtual bool fuses_relu() const { return false; }
 };
 
 // Optimizer hyper-parameters, shared by every device kind.

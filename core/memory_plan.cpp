@@ -97,8 +97,10 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch) {
     }
     // The tensor buffers Executor::reserve() allocates, from the same list,
     // once per buffer set.
+    const std::vector<FusedRelu> fused =
+        fused_relus(FusedReluInputs{&g, &dp.forward, &edge_of, &external, dev.host_memory});
     const std::vector<TensorAllocation> allocations = tensor_allocations(
-        TensorAllocationInputs{&g, &p, &dp.uses_tensor, &edge_of, &external, dev.host_memory}, batch);
+        TensorAllocationInputs{&g, &p, &dp.uses_tensor, &edge_of, &external, dev.host_memory, &fused}, batch);
     for (const TensorAllocation& a : allocations) {
       const uint64_t b = float_bytes(a.floats) * static_cast<uint64_t>(dev.sets);
       OpMemory& o = op(a.node);

@@ -76,6 +76,9 @@ struct OpSchema {
   bool backward_needs_inputs = true;   // keeps its inputs alive for backward
   bool backward_needs_output = false;  // keeps its output alive for backward
   double backward_flops_factor = 2.0;  // backward FLOPs = factor x forward
+  // The part of that factor the input gradients take (dense and conv2d: 1 of
+  // their 2), which a backward that computes no input gradient skips.
+  double input_gradient_flops_factor = 0.0;
   // Input 1 must be the labels op with as many classes as input 0 has
   // elements (softmax_cross_entropy, accuracy); the config checks it.
   bool second_input_is_labels = false;

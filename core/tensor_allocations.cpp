@@ -6,10 +6,13 @@ namespace devmap {
 
 std::vector<TensorAllocation> tensor_allocations(const TensorAllocationInputs& in, int64_t batch) {
   assert(in.graph && in.program && in.uses_tensor && in.edge_of && in.external);
+  std::vector<bool> fused(static_cast<size_t>(in.program->tensor_count()), false);
+  if (in.fused_relus != nullptr)
+    for (const FusedRelu& f : *in.fused_relus) fused[static_cast<size_t>(f.relu)] = true;
   std::vector<TensorAllocation> out;
   for (int t = 0; t < in.program->tensor_count(); ++t) {
     const auto i = static_cast<size_t>(t);
-    if (!(*in.uses_tensor)[i]) continue;
+    if (!(*in.uses_tensor)[i] || fused[i]) continue;
     const TensorInfo& info = in.program->tensors[i];
     const bool staged =
         (info.kind == TensorInfo::Kind::kActivation && (*in.external)[static_cast<size_t>(info.node)]) ||

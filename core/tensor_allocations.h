@@ -1,7 +1,8 @@
 // The buffers a device allocates for a program's tensors: every activation
 // and activation gradient it computes, and on a device the CPU cannot
 // address a staging copy of each tensor fed by the coordinator or crossing
-// devices (on a host device those are used in place and need none). One
+// devices (on a host device those are used in place and need none); a relu
+// fused into its conv2d writes into the conv2d's buffer and has none. One
 // list, which Executor::reserve() allocates (once per buffer set) and
 // plan_memory() sums, so the plan equals the allocation by construction.
 #pragma once
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/fused_relu.h"
 #include "core/graph.h"
 #include "core/program.h"
 
@@ -29,6 +31,9 @@ struct TensorAllocationInputs {
   const std::vector<int>* edge_of = nullptr;       // per tensor: the cut edge it crosses, or -1
   const std::vector<bool>* external = nullptr;     // per node: its output lives in the coordinator's segments
   bool host_memory = true;                         // the CPU addresses the device's memory
+  // Relus fused into their conv2d (core/fused_relu.h): their output is the
+  // conv2d's buffer. Null: none.
+  const std::vector<FusedRelu>* fused_relus = nullptr;
 };
 
 // In tensor order.

@@ -19,7 +19,7 @@ namespace devmap::wire {
 constexpr uint32_t kMagic = 0x50414d44;  // "DMAP" little-endian
 // Bumped whenever a message's layout or meaning changes; HELLO carries it
 // and a mismatch ends the handshake with an error.
-constexpr uint32_t kProtocolVersion = 10;
+constexpr uint32_t kProtocolVersion = 11;
 
 enum class MsgType : uint32_t {
   kHello = 1,     // worker -> coordinator: Hello
@@ -170,9 +170,10 @@ struct ProfileRecord {
   uint64_t calls;
   double seconds;
   double flops;
-  char kernel[32];  // the implementation that ran, e.g. "winograd/avx512", NUL-terminated (empty: unnamed)
+  char kernel[48];  // the implementation that ran, e.g. "winograd/avx512+openblas:Cooperlake", NUL-terminated
+                    // (empty: unnamed)
 };
-static_assert(sizeof(ProfileRecord) == 112 && std::is_trivially_copyable_v<ProfileRecord>);
+static_assert(sizeof(ProfileRecord) == 128 && std::is_trivially_copyable_v<ProfileRecord>);
 
 // A handle to one tensor in a slot of an edge's ring: what the data plane
 // carries instead of the tensor's bytes.

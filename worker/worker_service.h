@@ -18,7 +18,7 @@ struct WorkerRuntime {
   std::string program;                    // "worker_cpu"
   std::string device_kind;                // "cpu"
   const KernelFactory* kernels;           // this device kind's kernels
-  std::function<void(int)> set_threads;   // tells libraries (OpenBLAS) how many threads to use
+  std::function<void(int)> set_threads;   // tells libraries (OpenBLAS) how many threads to use, and readies them
   std::function<std::string()> describe;  // the compute libraries and their versions
   // The FP32 peak of one core in FLOP/s (a measured FMA probe), asked for
   // once when --profile is on and by `--fma-peak` (the coordinator's

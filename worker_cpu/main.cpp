@@ -1,4 +1,5 @@
-// worker_cpu: a worker process whose kernels run on the CPU (OpenBLAS).
+// worker_cpu: a worker process whose kernels run on the CPU (OpenBLAS or oneDNN GEMMs, oneDNN
+// convolutions, and devmap's own kernels per CPU path).
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
 #include "kernels/cpu/fma_peak.h"
@@ -10,9 +11,14 @@ int main(int argc, char** argv) {
   rt.program = "worker_cpu";
   rt.device_kind = "cpu";
   rt.kernels = &kernels;
-  rt.set_threads = [](int threads) { devmap::set_cpu_threads(threads); };
+  rt.set_threads = [](int threads) {
+    devmap::set_cpu_threads(threads);
+    devmap::cpu::warm_up_gemms();  // before the first step, once the plan has come
+  };
   rt.describe = [] {
-    return devmap::cpu::blas_short_description() + "; cpu path " + devmap::cpu_path_name(devmap::active_cpu_path());
+    using devmap::cpu::gemm_kernel_name;
+    return "gemm " + gemm_kernel_name() + ", dense gradients " + gemm_kernel_name(devmap::GemmUse::kDenseGradient) +
+           "; cpu path " + devmap::cpu_path_name(devmap::active_cpu_path());
   };
   rt.peak_flops_per_core = [] {
     return devmap::cpu::cached_fma_peak(devmap::active_cpu_path(), devmap::cpu::default_fma_peak_cache());

@@ -57,6 +57,7 @@ OpSchema conv2d_schema() {
     return 2.0 * static_cast<double>(out.numel()) * static_cast<double>(in[0][0] / a.get_int("groups") * k * k);
   };
   s.backward_flops_factor = 2.0;
+  s.input_gradient_flops_factor = 1.0;
   // The scratch the CPU conv2d kernel uses (core/ops/conv2d_cpu_layout.h
   // lays it out; the GPU's cuDNN algorithms are chosen to fit): up to 8
   // lanes of consecutive samples, each with the scratch of its algorithm.

@@ -26,6 +26,7 @@ OpSchema dense_schema() {
   s.forward_flops = [](const Attrs&, const std::vector<Shape>& in, const Shape& out) {
     return 2.0 * static_cast<double>(in[0][0] * out[0]);
   };
+  s.input_gradient_flops_factor = 1.0;
   return s;
 }
 

@@ -13,6 +13,7 @@
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/reduce.h"
+#include "kernels/cpu/relu.h"
 
 namespace devmap::cpu {
 namespace {
@@ -62,12 +63,12 @@ size_t Conv2dKernel::lane_bytes(const Node& node) const {
 
 std::string Conv2dKernel::implementation(const Node& node) const {
   switch (algorithm(node)) {
-    case ConvAlgorithm::kWinograd: return path_kernel_name("winograd");
+    case ConvAlgorithm::kWinograd: return path_kernel_name("winograd") + "+" + gemm_kernel_name();
     case ConvAlgorithm::kOneDnn: return OneDnnConv(geometry_of(node)).implementation();
     case ConvAlgorithm::kGemm:
     case ConvAlgorithm::kAuto: break;
   }
-  return "im2col+openblas:" + blas_core_name();
+  return "im2col+" + gemm_kernel_name();
 }
 
 size_t Conv2dKernel::workspace_bytes(const Node& node, int64_t batch) const {
@@ -87,11 +88,11 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
   float* y = args.output.data;
   if (batch == 0) return;
   if (algo == ConvAlgorithm::kWinograd) {
-    WinogradConv(g).forward(args.ctx.pool, batch, lane_count, x, w, bias, y, args.ctx.workspace);
+    WinogradConv(g).forward(args.ctx.pool, batch, lane_count, x, w, bias, y, args.ctx.workspace, args.relu_output);
     return;
   }
   if (algo == ConvAlgorithm::kOneDnn) {
-    OneDnnConv(g).forward(args.ctx.pool, batch, lane_count, x, w, bias, y, args.ctx.workspace);
+    OneDnnConv(g).forward(args.ctx.pool, batch, lane_count, x, w, bias, y, args.ctx.workspace, args.relu_output);
     return;
   }
   const GemmConvLayout lay(g);
@@ -118,17 +119,18 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
               float* row = yn + o * p;
               for (int64_t i = 0; i < p; ++i) row[i] += b;
             }
-          continue;
+        } else {
+          const float* block = gemm_out;
+          // block [O, count*P] -> y [count, O, P], adding the bias.
+          for (int64_t s = 0; s < count; ++s)
+            for (int64_t o = 0; o < o_n; ++o) {
+              const float* src = block + o * ld + s * p;
+              float* dst = y + ((n0 + s) * o_n + o) * p;
+              const float b = bias != nullptr ? bias[o] : 0.0f;
+              for (int64_t i = 0; i < p; ++i) dst[i] = src[i] + b;
+            }
         }
-        const float* block = gemm_out;
-        // block [O, count*P] -> y [count, O, P], adding the bias.
-        for (int64_t s = 0; s < count; ++s)
-          for (int64_t o = 0; o < o_n; ++o) {
-            const float* src = block + o * ld + s * p;
-            float* dst = y + ((n0 + s) * o_n + o) * p;
-            const float b = bias != nullptr ? bias[o] : 0.0f;
-            for (int64_t i = 0; i < p; ++i) dst[i] = src[i] + b;
-          }
+        if (args.relu_output) relu_in_place(y + n0 * o_n * p, count * o_n * p);
       }
     }
   });

@@ -55,9 +55,13 @@ class Conv2dKernel final : public OpKernel {
   void backward(const BackwardArgs& args) override;
   bool sums_gradient_chunks() const override { return true; }
   size_t workspace_bytes(const Node& node, int64_t batch) const override;
-  // "winograd/<cpu path>" (the transforms; the GEMMs are OpenBLAS's),
-  // "onednn:<oneDNN's kernel>" or "im2col+openblas:<core>".
+  // "winograd/<cpu path>+<GEMM library>" (the transforms' path, then
+  // blas.h's gemm_kernel_name()), "onednn:<oneDNN's kernel>" or
+  // "im2col+<GEMM library>".
   std::string implementation(const Node& node) const override;
+  // Every algorithm applies ForwardArgs::relu_output to each group of
+  // samples' outputs as it writes them.
+  bool fuses_relu() const override { return true; }
 
   int64_t lanes(int64_t batch) const;
   // The algorithm this kernel runs for the node (never kAuto).

@@ -1,7 +1,5 @@
 #include "kernels/cpu/conv2d_onednn.h"
 
-#include <omp.h>
-
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,7 +9,9 @@
 
 #include "core/cpu_path.h"
 #include "core/error.h"
+#include "kernels/cpu/onednn_runtime.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/relu.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace devmap::cpu {
@@ -20,49 +20,8 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-// oneDNN's widest instruction set for a CPU path.
-dnnl::cpu_isa isa_of(CpuPath path) {
-  switch (path) {
-    case CpuPath::kAvx512: return dnnl::cpu_isa::avx512_core;
-    case CpuPath::kAvx2: return dnnl::cpu_isa::avx2;
-    case CpuPath::kBaseline: break;
-  }
-  return dnnl::cpu_isa::sse41;
-}
-
-struct Engine {
-  CpuPath path;
-  dnnl::engine engine;
-};
-
-// The engine, made once; before it, oneDNN's instruction set is capped at
-// the active CPU path's (it can be set only before oneDNN generates code).
-Engine& the_engine() {
-  static Engine e = [] {
-    const CpuPath path = active_cpu_path();
-    dnnl_set_max_cpu_isa(static_cast<dnnl_cpu_isa_t>(isa_of(path)));
-    return Engine{path, dnnl::engine(dnnl::engine::kind::cpu, 0)};
-  }();
-  return e;
-}
-
 dnnl::engine& engine() {
-  return the_engine().engine;
-}
-
-// oneDNN is built on OpenMP: a thread that calls it asks for one thread, so
-// that every call runs on its caller alone (the pool is ours).
-void single_threaded() {
-  thread_local const bool done = [] {
-    omp_set_num_threads(1);
-    return true;
-  }();
-  (void)done;
-}
-
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
+  return onednn_engine();
 }
 
 // oneDNN's scratchpad for a call, per thread, grown as needed, on a
@@ -187,7 +146,7 @@ memory in_layout(const memory::desc& want, const memory::desc& user, const float
 // `region` (`floats` long) when the layouts differ.
 memory weights_in(const memory::desc& want, const memory::desc& user, const float* w, float* region, int64_t floats) {
   check_fits(want, floats, "weights");
-  return in_layout(want, user, w, region, thread_stream());
+  return in_layout(want, user, w, region, onednn_thread_stream());
 }
 
 // A primitive's output in layout `have`: written straight to the user's
@@ -209,7 +168,7 @@ template <class Fn>
 void for_each_group(ThreadPool* pool, int64_t batch, int64_t lanes, const OneDnnConvLayout& lay, float* workspace,
                     const Fn& fn) {
   parallel_for(pool, lanes, [&](int64_t l0, int64_t l1) {
-    single_threaded();
+    onednn_single_threaded();
     for (int64_t l = l0; l < l1; ++l) {
       float* ws = workspace + lay.shared + l * lay.lane;
       const auto [begin, end] = split_range(batch, lanes, l);
@@ -219,25 +178,6 @@ void for_each_group(ThreadPool* pool, int64_t batch, int64_t lanes, const OneDnn
 }
 
 }  // namespace
-
-CpuPath onednn_cpu_path() {
-  return the_engine().path;
-}
-
-std::string onednn_description() {
-  engine();
-  const dnnl_version_t* v = dnnl_version();
-  const char* runtime = v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "another CPU runtime";
-  const char* isa = "unknown";
-  switch (dnnl::get_effective_cpu_isa()) {
-    case dnnl::cpu_isa::avx512_core: isa = "avx512_core"; break;
-    case dnnl::cpu_isa::avx2: isa = "avx2"; break;
-    case dnnl::cpu_isa::sse41: isa = "sse41"; break;
-    default: isa = "another"; break;
-  }
-  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + " (" +
-         runtime + "), instruction set " + isa;
-}
 
 OneDnnConv::OneDnnConv(const ConvGeometry& g) : g_(g), lay_(g) {
   if (const std::string no = onednn_unsupported(g); !no.empty())
@@ -250,14 +190,14 @@ std::string OneDnnConv::implementation() const {
 }
 
 void OneDnnConv::forward(ThreadPool* pool, int64_t batch, int64_t lanes, const float* x, const float* w,
-                         const float* bias, float* y, float* workspace) const {
-  single_threaded();
+                         const float* bias, float* y, float* workspace, bool relu_output) const {
+  onednn_single_threaded();
   const bool has_bias = bias != nullptr;
   const Primitives& full = Plans::instance().get(g_, has_bias, lay_.group, lay_.group);
   const memory weights = weights_in(full.fwd_pd.weights_desc(), full.w_user, w, workspace, lay_.weights);
   const int64_t x_sample = g_.channels * g_.in_plane(), y_sample = g_.filters * g_.positions();
   for_each_group(pool, batch, lanes, lay_, workspace, [&](float* ws, int64_t, int64_t n0, int64_t n) {
-    dnnl::stream& s = thread_stream();
+    dnnl::stream& s = onednn_thread_stream();
     const Primitives& p = Plans::instance().get(g_, has_bias, lay_.group, n);
     check_fits(p.fwd_pd.src_desc(), lay_.dst - lay_.src, "input");
     check_fits(p.fwd_pd.dst_desc(), lay_.dw_blocked - lay_.dst, "output");
@@ -270,18 +210,19 @@ void OneDnnConv::forward(ThreadPool* pool, int64_t batch, int64_t lanes, const f
     if (has_bias) args.emplace(DNNL_ARG_BIAS, memory(p.fwd_pd.bias_desc(), engine(), const_cast<float*>(bias)));
     p.fwd.execute(s, args);
     dst.finish(s);
+    if (relu_output) relu_in_place(y + n0 * y_sample, n * y_sample);
   });
 }
 
 void OneDnnConv::backward_input(ThreadPool* pool, int64_t batch, int64_t lanes, const float* dy, const float* w,
                                 float* dx, float* workspace) const {
-  single_threaded();
+  onednn_single_threaded();
   const Primitives& full = Plans::instance().get(g_, false, lay_.group, lay_.group);
   const memory weights =
       weights_in(full.bwd_data_pd.weights_desc(), full.w_user, w, workspace + lay_.weights, lay_.weights);
   const int64_t x_sample = g_.channels * g_.in_plane(), y_sample = g_.filters * g_.positions();
   for_each_group(pool, batch, lanes, lay_, workspace, [&](float* ws, int64_t, int64_t n0, int64_t n) {
-    dnnl::stream& s = thread_stream();
+    dnnl::stream& s = onednn_thread_stream();
     const Primitives& p = Plans::instance().get(g_, false, lay_.group, n);
     check_fits(p.bwd_data_pd.diff_dst_desc(), lay_.dw_blocked - lay_.dst, "output gradient");
     check_fits(p.bwd_data_pd.diff_src_desc(), lay_.dst - lay_.src, "input gradient");
@@ -297,11 +238,11 @@ void OneDnnConv::backward_input(ThreadPool* pool, int64_t batch, int64_t lanes, 
 
 void OneDnnConv::backward_weights(ThreadPool* pool, int64_t batch, int64_t lanes, const float* x, const float* dy,
                                   float* dw, bool accumulate, float* workspace) const {
-  single_threaded();
+  onednn_single_threaded();
   const int64_t x_sample = g_.channels * g_.in_plane(), y_sample = g_.filters * g_.positions();
   const int64_t n_w = g_.filters * g_.patch();
   for_each_group(pool, batch, lanes, lay_, workspace, [&](float* ws, int64_t begin, int64_t n0, int64_t n) {
-    dnnl::stream& s = thread_stream();
+    dnnl::stream& s = onednn_thread_stream();
     float* dw_lane = ws + lay_.dw;
     const float* dw_group = ws + lay_.dw_group;
     const Primitives& p = Plans::instance().get(g_, false, lay_.group, n);

@@ -29,22 +29,17 @@ namespace devmap::cpu {
 //
 // oneDNN's instruction set is the active CPU path's (avx512_core, avx2,
 // sse41 for the baseline), fixed for the process by the first primitive
-// made; it runs its own threads nowhere (every call is made with one).
-
-// The CPU path oneDNN's instruction set follows in this process: the active
-// path when oneDNN was first used (this call uses it).
-CpuPath onednn_cpu_path();
-
-// "oneDNN 2.6.3 (OpenMP), instruction set avx512_core": the library that
-// runs and what it runs here.
-std::string onednn_description();
+// made (kernels/cpu/onednn_runtime.h); it runs its own threads nowhere
+// (every call is made with one).
 
 class OneDnnConv {
  public:
   explicit OneDnnConv(const ConvGeometry& g);
 
+  // relu_output: y = max(conv, 0), applied to each group's outputs as they
+  // are written (ForwardArgs::relu_output).
   void forward(ThreadPool* pool, int64_t batch, int64_t lanes, const float* x, const float* w, const float* bias,
-               float* y, float* workspace) const;
+               float* y, float* workspace, bool relu_output = false) const;
   // dW overwritten, or added to when accumulate.
   void backward_weights(ThreadPool* pool, int64_t batch, int64_t lanes, const float* x, const float* dy, float* dw,
                         bool accumulate, float* workspace) const;

@@ -9,6 +9,7 @@
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_dispatch.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/relu.h"
 
 namespace devmap::cpu {
 namespace {
@@ -337,7 +338,7 @@ DEVMAP_CPU_PATH_DISPATCH(void, finish_weights,
 WinogradConv::WinogradConv(const ConvGeometry& g) : g_(g), lay_(g), kernel_(static_cast<int>(g.kernel)) {}
 
 void WinogradConv::correlate(const Pass& p, ThreadPool* pool, int64_t batch, int64_t lanes, const float* in,
-                             const float* bias, float* out, float* workspace) const {
+                             const float* bias, float* out, float* workspace, bool relu_output) const {
   const float* u = workspace;  // from transform_filters
   const int64_t points = int64_t{lay_.alpha} * lay_.alpha, in_plane = p.in_h * p.in_w;
   const int64_t out_plane = p.out_h * p.out_w;
@@ -361,18 +362,19 @@ void WinogradConv::correlate(const Pass& p, ThreadPool* pool, int64_t batch, int
         const TileSink dst{
             out + n0 * p.out_channels * out_plane, p.out_channels, p.out_h, p.out_w, p.tiles_h, p.tiles_w};
         untransform_tiles(kernel_, prod, count, tp, sp, bias, dst);
+        if (relu_output) relu_in_place(dst.data, count * p.out_channels * out_plane);
       }
     }
   });
 }
 
 void WinogradConv::forward(ThreadPool* pool, int64_t batch, int64_t lanes, const float* x, const float* w,
-                           const float* bias, float* y, float* workspace) const {
+                           const float* bias, float* y, float* workspace, bool relu_output) const {
   check_aligned(workspace);
   transform_filters(kernel_, pool, w, g_.filters, g_.channels, /*swapped=*/false, workspace);
   const Pass p{g_.channels, g_.height, g_.width,     g_.padding,  g_.filters,
                g_.out_h,    g_.out_w,  lay_.tiles_h, lay_.tiles_w};
-  correlate(p, pool, batch, lanes, x, bias, y, workspace);
+  correlate(p, pool, batch, lanes, x, bias, y, workspace, relu_output);
 }
 
 void WinogradConv::backward_input(ThreadPool* pool, int64_t batch, int64_t lanes, const float* dy, const float* w,
@@ -381,7 +383,7 @@ void WinogradConv::backward_input(ThreadPool* pool, int64_t batch, int64_t lanes
   transform_filters(kernel_, pool, w, g_.filters, g_.channels, /*swapped=*/true, workspace);
   const Pass p{g_.filters, g_.out_h,        g_.out_w,       g_.kernel - 1 - g_.padding, g_.channels, g_.height,
                g_.width,   lay_.dx_tiles_h, lay_.dx_tiles_w};
-  correlate(p, pool, batch, lanes, dy, nullptr, dx, workspace);
+  correlate(p, pool, batch, lanes, dy, nullptr, dx, workspace, false);
 }
 
 void WinogradConv::backward_weights(ThreadPool* pool, int64_t batch, int64_t lanes, const float* x, const float* dy,

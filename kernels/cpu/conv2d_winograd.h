@@ -30,8 +30,10 @@ class WinogradConv {
  public:
   explicit WinogradConv(const ConvGeometry& g);
 
+  // relu_output: y = max(conv, 0), applied to each group's outputs as they
+  // are written (ForwardArgs::relu_output).
   void forward(ThreadPool* pool, int64_t batch, int64_t lanes, const float* x, const float* w, const float* bias,
-               float* y, float* workspace) const;
+               float* y, float* workspace, bool relu_output = false) const;
   // dW overwritten, or added to when accumulate.
   void backward_weights(ThreadPool* pool, int64_t batch, int64_t lanes, const float* x, const float* dy, float* dw,
                         bool accumulate, float* workspace) const;
@@ -49,7 +51,7 @@ class WinogradConv {
 
  private:
   void correlate(const Pass& p, ThreadPool* pool, int64_t batch, int64_t lanes, const float* in, const float* bias,
-                 float* out, float* workspace) const;
+                 float* out, float* workspace, bool relu_output) const;
 
   ConvGeometry g_;
   WinogradConvLayout lay_;

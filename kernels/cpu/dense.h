@@ -1,4 +1,5 @@
-// dense (fully connected) on the CPU: OpenBLAS sgemm, split into column
+// dense (fully connected) on the CPU: sgemm (kernels/cpu/blas.h: the
+// forward as kGeneral, the gradients as kDenseGradient), split into column
 // blocks that run on the pool.
 #pragma once
 
@@ -22,6 +23,7 @@ class DenseKernel final : public OpKernel {
   void backward(const BackwardArgs& args) override;
   bool sums_gradient_chunks() const override { return true; }
   std::string implementation(const Node& node) const override;
+  std::string backward_implementation(const Node& node) const override;
 };
 
 }  // namespace devmap::cpu

@@ -26,6 +26,10 @@ DEVMAP_CPU_PATH_DISPATCH(void, relu_grad_range,
 
 }  // namespace
 
+void relu_in_place(float* y, int64_t n) {
+  relu_range(y, y, 0, n);
+}
+
 std::string ReluKernel::implementation(const Node& /*node*/) const {
   return path_kernel_name("relu");
 }

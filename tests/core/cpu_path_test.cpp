@@ -3,38 +3,20 @@
 #include "core/cpu_path.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <iostream>
 #include <optional>
 #include <string>
 
 #include "core/error.h"
+#include "tests/support/scoped_env.h"
 
 namespace devmap {
 namespace {
 
-// Sets DEVMAP_CPU_PATH (or unsets it) for the scope, restoring it after.
-class ScopedVariable {
- public:
-  explicit ScopedVariable(const char* value) {
-    if (const char* old = std::getenv(kCpuPathVariable)) old_ = old;
-    if (value != nullptr) {
-      ::setenv(kCpuPathVariable, value, 1);
-    } else {
-      ::unsetenv(kCpuPathVariable);
-    }
-  }
-  ~ScopedVariable() {
-    if (old_) {
-      ::setenv(kCpuPathVariable, old_->c_str(), 1);
-    } else {
-      ::unsetenv(kCpuPathVariable);
-    }
-  }
-
- private:
-  std::optional<std::string> old_;
+// DEVMAP_CPU_PATH set (or unset) for a scope.
+struct ScopedVariable : test::ScopedEnv {
+  explicit ScopedVariable(const char* value) : ScopedEnv(kCpuPathVariable, value) {}
 };
 
 TEST(CpuPath, BaselineAlwaysAndWidestIsSupported) {

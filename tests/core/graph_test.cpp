@@ -29,6 +29,19 @@ TEST(Graph, CountsParametersActivationsAndFlops) {
   EXPECT_NEAR(g.training_flops(1) / 1e6, 83.0, 1.5);
 }
 
+// A backward that computes no input gradient (the first layer's) does the
+// weight gradient's FLOPs alone.
+TEST(Graph, BackwardWithoutInputGradientsCountsTheParameterGradientsAlone) {
+  Graph g = reference_cnn();
+  for (const char* name : {"conv1", "fc1"}) {
+    const Node& n = g.node(g.find(name));
+    EXPECT_DOUBLE_EQ(n.backward_flops(64), 2.0 * n.forward_flops(64)) << name;
+    EXPECT_DOUBLE_EQ(n.backward_flops(64, false), n.forward_flops(64)) << name;
+  }
+  const Node& relu = g.node(g.find("relu1"));
+  EXPECT_DOUBLE_EQ(relu.backward_flops(64, false), relu.backward_flops(64));
+}
+
 TEST(Graph, AShapeThatDoesNotFitNamesTheOpAndBothShapes) {
   Graph g;
   Node in = make("image", "input", {}, with("shape", std::vector<int64_t>{1, 28, 28}));

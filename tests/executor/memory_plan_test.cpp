@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "core/error.h"
@@ -193,6 +194,56 @@ TEST(StagedExecutor, SameBitsAsInPlace) {
   }
   EXPECT_EQ(values(*a), values(*b));
   EXPECT_GT(staged.copies, 0);
+}
+
+// On the CPU the reference model's relu1 and relu2 are fused into conv1 and
+// conv2 (core/fused_relu.h): their outputs are the convolutions' buffers,
+// and training steps and the relus' outputs keep the bits of the unfused ops.
+TEST(FusedRelu, TheCpuFusesTheConvolutionsRelusWithTheSameBits) {
+  Graph g = reference_cnn();
+  for (int i = 0; i < g.size(); ++i) g.node(i).device = "cpu:0";
+  const Program p = build_training_program(g);
+  CpuKernelFactory kernels;
+  OptimizerConfig opt;
+  opt.kind = OptimizerConfig::Kind::kMomentum;
+  HostMemory fused_memory("cpu:0", 0), plain_memory("cpu:0", 0);
+  Executor fused(g, p, kernels, opt, 2, 7, nullptr, nullptr, nullptr, &fused_memory);
+  Executor plain(g, p, kernels, opt, 2, 7, nullptr, nullptr, nullptr, &plain_memory);
+  plain.set_fuse_relus(false);
+  Inputs in(8);
+  for (Executor* ex : {&fused, &plain}) {
+    for (int n : inputs_of(g)) ex->set_external(n);
+    ex->reserve(8);
+    ex->init_parameters();
+    ex->bind_output(g.find("image"), in.images.data());
+    ex->bind_output(g.find("label"), in.labels.data());
+  }
+  ASSERT_EQ(fused.fused_relus().size(), 2u);
+  EXPECT_EQ(fused.fused_relus()[0].conv, g.find("conv1"));
+  EXPECT_EQ(fused.fused_relus()[0].relu, g.find("relu1"));
+  EXPECT_EQ(fused.fused_relus()[1].relu, g.find("relu2"));
+  EXPECT_TRUE(plain.fused_relus().empty());
+  EXPECT_EQ(
+      plain_memory.in_use_bytes() - fused_memory.in_use_bytes(),
+      static_cast<uint64_t>(g.node(g.find("relu1")).activation_bytes(8) + g.node(g.find("relu2")).activation_bytes(8)));
+  for (int64_t step = 0; step < 2; ++step) {
+    const StepInfo info{step, 0, 8, true};
+    for (Executor* ex : {&fused, &plain}) {
+      ex->forward(8, info);
+      ex->backward(8, info, false);
+    }
+    for (const char* relu : {"relu1", "relu2"}) {
+      const TensorView a = fused.output(g.find(relu), 8), b = plain.output(g.find(relu), 8);
+      ASSERT_EQ(a.numel(), b.numel());
+      EXPECT_EQ(std::memcmp(a.data, b.data, static_cast<size_t>(a.numel()) * sizeof(float)), 0) << relu;
+    }
+    for (Executor* ex : {&fused, &plain}) ex->apply_optimizer(step + 1);
+  }
+  EXPECT_EQ(values(fused), values(plain));
+  // A device the CPU cannot address (a GPU) fuses nothing.
+  StagedHostMemory staged("gpu:0", 0);
+  auto on_gpu = single_device(g, p, kernels, &staged, 8);
+  EXPECT_TRUE(on_gpu->fused_relus().empty());
 }
 
 // One training step of 64 samples as 4 accumulated micro-batches of 16

@@ -36,6 +36,21 @@ ProcessResult train(const TempDir& dir, const std::vector<std::string>& env, con
   return run_process(argv, dir.path(), all_env);
 }
 
+TEST(GemmCli, UnknownLibraryExitsTwoBeforeAnyWorker) {
+  TempDir dir;
+  const ProcessResult r = train(dir, {"DEVMAP_GEMM=mkl"}, {});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.first_err_line(),
+            "DEVMAP_GEMM=mkl is not a GEMM library: use auto (OpenBLAS where its core runs the CPU path, else oneDNN), "
+            "openblas or onednn");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/m.jsonl"));
+}
+
+// oneDNN's instruction set on a path, as its kernels' names give it.
+std::string onednn_isa(CpuPath path) {
+  return path == CpuPath::kAvx512 ? "avx512_core" : path == CpuPath::kAvx2 ? "avx2" : "sse41";
+}
+
 TEST(CpuPathCli, UnknownPathExitsTwoBeforeAnyWorker) {
   TempDir dir;
   const ProcessResult r = train(dir, {"DEVMAP_CPU_PATH=sse9"}, {});
@@ -53,25 +68,42 @@ TEST_P(CpuPathProfile, NamesTheKernelAndTheMeasuredPeak) {
   const std::string path = cpu_path_name(GetParam());
   if (!cpu_supports(GetParam())) GTEST_SKIP() << "uncovered: this CPU lacks the " << path << " path";
   TempDir dir;
+  // The GEMM libraries the worker runs on this path: "gemm G, dense
+  // gradients D; cpu path P". OpenBLAS only where its core runs the path
+  // (the core follows OPENBLAS_CORETYPE, which tests leave as they find it),
+  // else oneDNN on the path's instruction set; the dense gradients in oneDNN.
+  const ProcessResult describe =
+      run_process({DEVMAP_WORKER_CPU_BIN, "--describe"}, dir.path(), {"DEVMAP_CPU_PATH=" + path});
+  ASSERT_EQ(describe.exit_code, 0) << describe.err;
+  const std::string onednn = "onednn:" + onednn_isa(GetParam());
+  const size_t comma = describe.out.find(", dense gradients ");
+  ASSERT_NE(comma, std::string::npos) << describe.out;
+  const std::string gemm = describe.out.substr(5, comma - 5);
+  EXPECT_TRUE(gemm == onednn || gemm.rfind("openblas:", 0) == 0) << describe.out;
+  EXPECT_EQ(describe.out.substr(comma), ", dense gradients " + onednn + "; cpu path " + path + "\n");
+
   const ProcessResult r = train(dir, {"DEVMAP_CPU_PATH=" + path}, {"--profile"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  bool conv2 = false, optimizer = false;
+  bool conv2 = false, fc1 = false, optimizer = false;
   for (const std::string& line : lines_with(read_file(dir.path() + "/m.jsonl"), "profile")) {
     const std::string op = json_field(line, "op"), kernel = json_field(line, "kernel");
     EXPECT_GT(std::stod(json_field(line, "peak_gflop_per_s")), 0.0) << line;
     if (op == "conv2") {
       conv2 = true;
-      EXPECT_EQ(kernel, "winograd/" + path) << line;
-      // FLOPs are the definition's (Winograd multiplies less), and the
-      // GEMMs run on OpenBLAS's core whatever the path: no upper bound.
+      EXPECT_EQ(kernel, "winograd/" + path + "+" + gemm) << line;
+      // FLOPs are the definition's (Winograd multiplies less): no upper bound.
       EXPECT_GT(std::stod(json_field(line, "peak_fraction")), 0.0) << line;
+    }
+    if (op == "fc1") {
+      fc1 = true;
+      EXPECT_EQ(kernel, json_field(line, "direction") == "forward" ? gemm : onednn) << line;
     }
     if (op == "optimizer") {
       optimizer = true;
       EXPECT_EQ(kernel, "momentum/" + path) << line;
     }
   }
-  EXPECT_TRUE(conv2 && optimizer) << "no profile line for conv2 or the optimizer";
+  EXPECT_TRUE(conv2 && fc1 && optimizer) << "no profile line for conv2, fc1 or the optimizer";
   EXPECT_NE(r.out.find("winograd/" + path), std::string::npos) << "the table names the kernel";
   // The probe's result is cached per CPU and path.
   const std::string cache = read_file(dir.path() + "/cache/devmap/fma_peak.tsv");

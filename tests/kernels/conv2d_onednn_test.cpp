@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/onednn_runtime.h"
 #include "tests/kernels/conv_test_util.h"
 #include "tests/kernels/cpu_paths.h"
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/conv2d.h"
 #include "tests/kernels/test_util.h"
 
@@ -101,7 +102,7 @@ TEST_P(CpuPathBits, Optimizers) {
 TEST_P(CpuPathBits, KernelsNameThePathThatRuns) {
   const std::string path = cpu_path_name(GetParam());
   cpu::Conv2dKernel conv(8, ConvAlgorithm::kWinograd);
-  EXPECT_EQ(conv.implementation(conv_node()), "winograd/" + path);
+  EXPECT_EQ(conv.implementation(conv_node()), "winograd/" + path + "+" + cpu::gemm_kernel_name());
   const Node pool = make_node("max_pool2d", "p", {{8, 14, 14}}, {{"kernel", int64_t{2}}});
   EXPECT_EQ(CpuKernelFactory().make_kernel("max_pool2d")->implementation(pool), "max_pool2x2/" + path);
   const Node bn = make_node("batch_norm", "bn", {{8, 14, 14}}, {});

@@ -6,44 +6,11 @@
 #include <cstring>
 #include <vector>
 
+#include "tests/kernels/determinism_util.h"
 #include "tests/kernels/test_util.h"
 
 namespace devmap::test {
 namespace {
-
-// Everything a forward + backward pass writes.
-struct Run {
-  std::vector<Buffer> buffers;
-};
-
-Run run_once(const Node& node, int64_t batch, int threads) {
-  OpHarness h(node, batch, threads);
-  for (size_t i = 0; i < h.inputs.size(); ++i) fill_uniform(span_of(h.inputs[i]), 1 + i, -1, 1);
-  for (size_t i = 0; i < h.params.size(); ++i) fill_uniform(span_of(h.params[i]), 10 + i, -1, 1);
-  fill_uniform(span_of(h.d_output), 20, -1, 1);
-  h.forward();
-  h.backward();
-  h.backward(/*accumulate=*/true);
-  Run r;
-  r.buffers.push_back(std::move(h.output));
-  for (Buffer& b : h.d_inputs) r.buffers.push_back(std::move(b));
-  for (Buffer& b : h.d_params) r.buffers.push_back(std::move(b));
-  return r;
-}
-
-void expect_same_bits(const Run& a, const Run& b, const char* what) {
-  ASSERT_EQ(a.buffers.size(), b.buffers.size());
-  for (size_t i = 0; i < a.buffers.size(); ++i)
-    EXPECT_TRUE(same_bits(a.buffers[i], b.buffers[i])) << what << " buffer " << i;
-}
-
-void expect_deterministic(const Node& node, int64_t batch) {
-  const Run one_a = run_once(node, batch, 1), one_b = run_once(node, batch, 1);
-  const Run two_a = run_once(node, batch, 2), two_b = run_once(node, batch, 2);
-  expect_same_bits(one_a, one_b, "pool 1, twice");
-  expect_same_bits(two_a, two_b, "pool 2, twice");
-  expect_same_bits(one_a, two_a, "pool 1 vs pool 2");
-}
 
 TEST(Determinism, Conv2d) {
   expect_deterministic(make_node("conv2d", "c", {{3, 12, 12}},
@@ -91,59 +58,6 @@ TEST(Determinism, DropoutMaskIgnoresTheMicroBatchSplit) {
                           static_cast<size_t>(4 * per_sample) * sizeof(float)),
               0);
   }
-}
-
-// A kernel that sums its gradient chunks itself (sums_gradient_chunks) gives
-// the bits of one call per chunk, the chunks' parameter gradients added in
-// order, as the executor calls every other kernel: a batch of 40 in chunks
-// of 16, 16 and 8, on 1 and 2 threads, overwriting and accumulating.
-void expect_chunks_of_one_call(const Node& node) {
-  constexpr int64_t kBatch = 40, kChunk = 16;
-  for (int threads : {1, 2})
-    for (bool accumulate : {false, true}) {
-      OpHarness whole(node, kBatch, threads);
-      ASSERT_TRUE(whole.kernel->sums_gradient_chunks()) << node.op();
-      for (size_t i = 0; i < whole.inputs.size(); ++i) fill_uniform(span_of(whole.inputs[i]), 1 + i, -1, 1);
-      for (size_t i = 0; i < whole.params.size(); ++i) fill_uniform(span_of(whole.params[i]), 10 + i, -1, 1);
-      fill_uniform(span_of(whole.d_output), 20, -1, 1);
-      for (size_t i = 0; i < whole.d_params.size(); ++i) fill_uniform(span_of(whole.d_params[i]), 30 + i, -1, 1);
-      std::vector<Buffer> running;  // what the chunk calls leave in d_params
-      for (const Buffer& b : whole.d_params) {
-        running.emplace_back(b.size());
-        std::copy_n(b.data(), b.size(), running.back().data());
-      }
-      whole.forward();
-      whole.gradient_chunk = kChunk;
-      whole.backward(accumulate);
-      for (int64_t first = 0; first < kBatch; first += kChunk) {
-        const int64_t count = std::min(kChunk, kBatch - first);
-        OpHarness part(node, count, threads);
-        auto rows = [&](const Buffer& from, Buffer& to) {
-          const int64_t per_sample = from.size() / kBatch;
-          std::copy_n(from.data() + first * per_sample, count * per_sample, to.data());
-        };
-        for (size_t i = 0; i < part.inputs.size(); ++i) rows(whole.inputs[i], part.inputs[i]);
-        for (size_t i = 0; i < part.params.size(); ++i)
-          std::copy_n(whole.params[i].data(), whole.params[i].size(), part.params[i].data());
-        for (size_t i = 0; i < part.d_params.size(); ++i)
-          std::copy_n(running[i].data(), running[i].size(), part.d_params[i].data());
-        rows(whole.d_output, part.d_output);
-        part.forward();
-        part.backward(accumulate || first > 0);
-        for (size_t i = 0; i < part.d_params.size(); ++i)
-          std::copy_n(part.d_params[i].data(), part.d_params[i].size(), running[i].data());
-        for (size_t i = 0; i < part.d_inputs.size(); ++i) {
-          const int64_t per_sample = whole.d_inputs[i].size() / kBatch;
-          EXPECT_EQ(std::memcmp(part.d_inputs[i].data(), whole.d_inputs[i].data() + first * per_sample,
-                                static_cast<size_t>(count * per_sample) * sizeof(float)),
-                    0)
-              << node.op() << " input gradient " << i << ", chunk at " << first << ", " << threads << " threads";
-        }
-      }
-      for (size_t i = 0; i < running.size(); ++i)
-        EXPECT_TRUE(same_bits(running[i], whole.d_params[i]))
-            << node.op() << " parameter gradient " << i << ", " << threads << " threads, accumulate " << accumulate;
-    }
 }
 
 TEST(GradientChunks, DenseGivesTheBitsOfOneCallPerChunk) {

@@ -104,11 +104,12 @@ class OpHarness {
   }
   TensorView out() const { return output.view(output_shape()); }
 
-  void forward() {
+  // relu_output: ask the kernel to fuse the relu after it (ForwardArgs).
+  void forward(bool relu_output = false) {
     std::vector<TensorView> in, par;
     for (int i = 0; i < static_cast<int>(inputs.size()); ++i) in.push_back(input(i));
     for (int i = 0; i < static_cast<int>(params.size()); ++i) par.push_back(param(i));
-    ForwardArgs args{node, in, par, out(), ctx};
+    ForwardArgs args{node, in, par, out(), ctx, relu_output};
     kernel->forward(args);
   }
 
