@@ -1,10 +1,8 @@
 // conv2d with its relu fused (ForwardArgs::relu_output) gives the bits of
 // conv2d then relu, for every algorithm, on every CPU path, whatever the
 // pool size and however the batch falls into lanes and groups.
-//
-// oneDNN fixes its instruction set once per process, at the CPU path active
-// when it is first used; ctest runs every test in a process of its own. Run
-// together in one process, the oneDNN cases of the other paths skip.
+// oneDNN's cases run in a process of their own per path
+// (tests/kernels/onednn_paths.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,10 +10,10 @@
 #include <string>
 
 #include "kernels/cpu/conv2d.h"
-#include "kernels/cpu/onednn_runtime.h"
 #include "kernels/cpu/relu.h"
 #include "tests/kernels/conv_test_util.h"
 #include "tests/kernels/cpu_paths.h"
+#include "tests/kernels/onednn_paths.h"
 
 namespace devmap::test {
 namespace {
@@ -56,9 +54,7 @@ TEST_P(ConvFusedRelu, GemmAndWinogradGiveConvThenReluBits) {
 }
 
 TEST_P(ConvFusedRelu, OneDnnGivesConvThenReluBits) {
-  if (cpu::onednn_cpu_path() != GetParam())
-    GTEST_SKIP() << "oneDNN runs the " << cpu_path_name(cpu::onednn_cpu_path())
-                 << " path in this process (fixed at its first use); run this test alone, as ctest does";
+  if (const std::string why = onednn_runs_another_path(GetParam()); !why.empty()) GTEST_SKIP() << why;
   for (int64_t batch : {1, 5, 19}) {
     expect_fused_equals_conv_then_relu(conv_node(1, 28, 28, 32, 5, 2), batch, ConvAlgorithm::kOneDnn);
     expect_fused_equals_conv_then_relu(conv_node(16, 9, 9, 16, 3, 1), batch, ConvAlgorithm::kOneDnn);

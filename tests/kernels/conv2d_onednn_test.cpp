@@ -2,11 +2,8 @@
 // (strides, 1x1, dilation, one channel, no bias, several groups of samples
 // per lane), its gradients, its independence of the pool size and of the
 // group a sample is computed in, and the instruction set it runs.
-//
-// oneDNN fixes its instruction set once per process, at the CPU path active
-// when it is first used; ctest runs every test in a process of its own, so
-// each path's tests run oneDNN's kernels for that path. Run together in one
-// process, tests of the other paths skip and say so.
+// oneDNN's cases run in a process of their own per path
+// (tests/kernels/onednn_paths.h).
 #include "kernels/cpu/conv2d_onednn.h"
 
 #include <gtest/gtest.h>
@@ -16,9 +13,9 @@
 #include <vector>
 
 #include "kernels/cpu/conv2d.h"
-#include "kernels/cpu/onednn_runtime.h"
 #include "tests/kernels/conv_test_util.h"
 #include "tests/kernels/cpu_paths.h"
+#include "tests/kernels/onednn_paths.h"
 
 namespace devmap::test {
 namespace {
@@ -28,9 +25,7 @@ class ConvOneDnn : public EveryCpuPath {
   void SetUp() override {
     EveryCpuPath::SetUp();
     if (IsSkipped()) return;
-    if (cpu::onednn_cpu_path() != GetParam())
-      GTEST_SKIP() << "oneDNN runs the " << cpu_path_name(cpu::onednn_cpu_path())
-                   << " path in this process (fixed at its first use); run this test alone, as ctest does";
+    if (const std::string why = onednn_runs_another_path(GetParam()); !why.empty()) GTEST_SKIP() << why;
   }
 };
 DEVMAP_ON_EVERY_CPU_PATH(ConvOneDnn);

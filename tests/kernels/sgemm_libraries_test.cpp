@@ -2,10 +2,8 @@
 // transposition, beta 0 never reading C, and the kernels built on sgemm
 // (dense, Winograd and im2col convolutions) with every GEMM in oneDNN: their
 // gradients, and the bits kept whatever the pool size and the gradient chunks.
-//
-// oneDNN fixes its instruction set once per process, at the CPU path active
-// when it is first used; ctest runs every test in a process of its own.
-// Run together in one process, tests of the other paths skip and say so.
+// oneDNN's cases run in a process of their own per path
+// (tests/kernels/onednn_paths.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,10 +15,10 @@
 
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/conv2d.h"
-#include "kernels/cpu/onednn_runtime.h"
 #include "tests/kernels/conv_test_util.h"
 #include "tests/kernels/cpu_paths.h"
 #include "tests/kernels/determinism_util.h"
+#include "tests/kernels/onednn_paths.h"
 
 namespace devmap::test {
 namespace {
@@ -32,9 +30,7 @@ class GemmInOneDnn : public EveryCpuPath {
   void SetUp() override {
     EveryCpuPath::SetUp();
     if (IsSkipped()) return;
-    if (cpu::onednn_cpu_path() != GetParam())
-      GTEST_SKIP() << "oneDNN runs the " << cpu_path_name(cpu::onednn_cpu_path())
-                   << " path in this process (fixed at its first use); run this test alone, as ctest does";
+    if (const std::string why = onednn_runs_another_path(GetParam()); !why.empty()) GTEST_SKIP() << why;
     every_gemm_.emplace(GemmLibrary::kOneDnn);
   }
   void TearDown() override {
