@@ -440,7 +440,9 @@ std::string Executor::describe(const Progress& p) const {
 std::string Executor::implementation(int node, bool backward) const {
   const auto& k = kernels_[static_cast<size_t>(node)];
   if (!k) return {};
-  return backward ? k->backward_implementation(graph_.node(node)) : k->implementation(graph_.node(node));
+  if (backward) return k->backward_implementation(graph_.node(node));
+  // A conv2d that writes its fused relu's output says so (the relu has no row).
+  return k->implementation(graph_.node(node)) + (relu_into_[static_cast<size_t>(node)] ? "+relu" : "");
 }
 
 void Executor::record(const Instr& ins, int64_t batch, double seconds) {

@@ -178,7 +178,7 @@ class Executor {
   void copy_staged_outputs(int64_t batch);
   void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
   // The node's kernel's implementation name (--profile) for its forward or
-  // backward, or empty.
+  // backward, or empty; "+relu" ends a forward that fuses its relu.
   std::string implementation(int node, bool backward) const;
   void record(const Instr& ins, int64_t batch, double seconds);
   void record_pass(int64_t batch);

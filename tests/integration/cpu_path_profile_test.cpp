@@ -90,7 +90,9 @@ TEST_P(CpuPathProfile, NamesTheKernelAndTheMeasuredPeak) {
     EXPECT_GT(std::stod(json_field(line, "peak_gflop_per_s")), 0.0) << line;
     if (op == "conv2") {
       conv2 = true;
-      EXPECT_EQ(kernel, "winograd/" + path + "+" + gemm) << line;
+      // Its forward writes relu2's output (core/fused_relu.h), and says so.
+      const bool forward = json_field(line, "direction") == "forward";
+      EXPECT_EQ(kernel, "winograd/" + path + "+" + gemm + (forward ? "+relu" : "")) << line;
       // FLOPs are the definition's (Winograd multiplies less): no upper bound.
       EXPECT_GT(std::stod(json_field(line, "peak_fraction")), 0.0) << line;
     }
@@ -98,6 +100,8 @@ TEST_P(CpuPathProfile, NamesTheKernelAndTheMeasuredPeak) {
       fc1 = true;
       EXPECT_EQ(kernel, json_field(line, "direction") == "forward" ? gemm : onednn) << line;
     }
+    EXPECT_FALSE(op == "relu2" && json_field(line, "direction") == "forward")
+        << "a fused relu has no forward line: " << line;
     if (op == "optimizer") {
       optimizer = true;
       EXPECT_EQ(kernel, "momentum/" + path) << line;
