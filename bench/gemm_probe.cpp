@@ -1,16 +1,10 @@
 // SGEMM probe: GFLOP/s of devmap::cpu::sgemm (OpenBLAS or oneDNN, as
-// core/gemm_library.h picks; one thread per call) on the reference model's GEMM shapes, as the minimum time over many
-// short runs (so a busy machine disturbs it little), and the aggregate SGEMM
-// rate of T threads each running its own single-threaded GEMM, which is
-// what the kernels do: the "GEMM-bound limit" of bench/compare_pytorch.sh.
-//
-//   gemm_probe                 per-shape table
-//   gemm_probe --rate T [S]    aggregate GFLOP/s of T threads (S seconds, default 2)
-//   gemm_probe --blas-info     OpenBLAS's build and the core it picked here
-//   gemm_probe --cpu-path      the CPU path devmap's kernels run here (DEVMAP_CPU_PATH)
-//   gemm_probe --gemm-info     the library devmap's GEMMs run in here, and why (DEVMAP_GEMM)
-//   gemm_probe --onednn-info   oneDNN's version and the instruction set its kernels run here
-//   gemm_probe --fma-peak      GFLOP/s of one core on that path (the FMA probe --profile uses, cached)
+// core/gemm_library.h picks; one thread per call) on the reference model's
+// GEMM shapes, as the minimum time over many short runs (so a busy machine
+// disturbs it little), and the aggregate SGEMM rate of T threads each
+// running its own single-threaded GEMM, which is what the kernels do: the
+// "GEMM-bound limit" of bench/compare_pytorch.sh. Its options: kUsage below
+// (gemm_probe --help).
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -77,8 +77,8 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
   bound_.assign(nt, nullptr);
   host_of_.assign(nt, nullptr);
   external_.assign(n, false);
+  alias_of_.assign(nt, -1);
   relu_into_.assign(n, false);
-  fused_away_.assign(n, false);
   buffers_.resize(nt);
 }
 
@@ -100,13 +100,11 @@ void Executor::plan_fused_relus() {
   if (fuse_relus_)
     for (const FusedRelu& f : devmap::fused_relus(FusedReluInputs{&graph_, &forward_, &edge_of_, &external_, host_}))
       if (kernels_[static_cast<size_t>(f.conv)]->fuses_relu()) fused_.push_back(f);
-  alias_of_.assign(static_cast<size_t>(program_.tensor_count()), -1);
-  relu_into_.assign(static_cast<size_t>(graph_.size()), false);
-  fused_away_.assign(static_cast<size_t>(graph_.size()), false);
+  std::fill(alias_of_.begin(), alias_of_.end(), -1);
+  std::fill(relu_into_.begin(), relu_into_.end(), false);
   for (const FusedRelu& f : fused_) {
     alias_of_[static_cast<size_t>(f.relu)] = f.conv;
     relu_into_[static_cast<size_t>(f.conv)] = true;
-    fused_away_[static_cast<size_t>(f.relu)] = true;
   }
 }
 
@@ -223,7 +221,7 @@ void Executor::bind_output(int node, float* data) {
 
 TensorView Executor::view(int tensor, int64_t batch) const {
   assert(batch <= max_batch_ && "reserve() a larger batch first");
-  if (const int alias = alias_of_.empty() ? -1 : alias_of_[static_cast<size_t>(tensor)]; alias >= 0)
+  if (const int alias = alias_of_[static_cast<size_t>(tensor)]; alias >= 0)
     return TensorView{view(alias, batch).data, tensor_shape(tensor, batch)};
   float* bound = bound_[static_cast<size_t>(tensor)];
   assert((bound || buffers_[static_cast<size_t>(tensor)].data()) && "tensor has no memory on this device");
@@ -320,7 +318,8 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
   if (timer_) timer_->clear();  // what a pass that threw left
   for (int k = begin; k < end; ++k) {
     const Instr& ins = instrs[static_cast<size_t>(k)];
-    if (ins.kind == InstrKind::kForward && fused_away_[static_cast<size_t>(ins.node)]) {
+    // A fused relu's output tensor (its node's) is its conv2d's buffer.
+    if (ins.kind == InstrKind::kForward && alias_of_[static_cast<size_t>(ins.node)] >= 0) {
       finished_.fetch_add(1, std::memory_order_relaxed);  // its conv2d wrote its output
       continue;
     }

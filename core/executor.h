@@ -182,7 +182,7 @@ class Executor {
   std::string implementation(int node, bool backward) const;
   void record(const Instr& ins, int64_t batch, double seconds);
   void record_pass(int64_t batch);
-  // Sets fused_ and what follows from it (alias_of_, relu_into_, fused_away_).
+  // Sets fused_ and what follows from it (alias_of_, relu_into_).
   void plan_fused_relus();
   static TraceKind trace_kind(InstrKind kind);
   void trace_slot_wait(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to, int edge,
@@ -243,7 +243,6 @@ class Executor {
   std::vector<FusedRelu> fused_;  // set in reserve
   std::vector<int> alias_of_;     // per tensor: the tensor whose buffer it is (a fused relu's conv2d), or -1
   std::vector<bool> relu_into_;   // per node: a conv2d that writes its fused relu's output
-  std::vector<bool> fused_away_;  // per node: a fused relu (no forward instruction runs)
   std::vector<int> staged_inputs_, staged_outputs_;  // external ops behind staging buffers (set in reserve)
   DeviceBuffer workspace_;
   std::vector<const float*> parts_;  // kSumGrads scratch

@@ -22,7 +22,7 @@ namespace devmap {
 enum class GemmLibrary : int { kOpenBlas = 0, kOneDnn = 1 };
 
 // What a GEMM computes, as far as the choice goes.
-enum class GemmUse { kGeneral, kDenseGradient };
+enum class GemmUse : int { kGeneral = 0, kDenseGradient = 1 };
 
 inline constexpr const char* kGemmVariable = "DEVMAP_GEMM";
 

@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <array>
 #include <atomic>
 #include <cassert>
 #include <limits>
@@ -28,10 +29,18 @@ dnnl_dim_t dnnl_int(int64_t v) {
 // -1: none forced (a ScopedGemmLibrary sets a library's value).
 std::atomic<int> forced{-1};
 
+// The process's choice per GemmUse, made once (sgemm asks on every call).
 GemmLibrary process_gemm_library(GemmUse use) {
-  static const std::optional<GemmLibrary> from_environment = gemm_library_from_environment();
-  static const CpuPath path = active_cpu_path();
-  return from_environment ? *from_environment : gemm_library_for(use, path, blas_core_name());
+  static const std::array<GemmLibrary, 2> chosen = [] {
+    const std::optional<GemmLibrary> forced_by_environment = gemm_library_from_environment();
+    const CpuPath path = active_cpu_path();
+    const std::string core = blas_core_name();
+    std::array<GemmLibrary, 2> c{};
+    for (GemmUse u : {GemmUse::kGeneral, GemmUse::kDenseGradient})
+      c[static_cast<size_t>(u)] = forced_by_environment ? *forced_by_environment : gemm_library_for(u, path, core);
+    return c;
+  }();
+  return chosen[static_cast<size_t>(use)];
 }
 
 std::string library_kernel_name(GemmLibrary library) {

@@ -20,10 +20,6 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-dnnl::engine& engine() {
-  return onednn_engine();
-}
-
 // oneDNN's scratchpad for a call, per thread, grown as needed, on a
 // 64-byte boundary.
 memory scratchpad_for(const memory::desc& d) {
@@ -32,7 +28,7 @@ memory scratchpad_for(const memory::desc& d) {
   if (bytes.size() < d.get_size() + kAlignment) bytes.resize(d.get_size() + kAlignment);
   void* start = bytes.data();
   size_t space = bytes.size();
-  return memory(d, engine(), std::align(kAlignment, d.get_size(), start, space));
+  return memory(d, onednn_engine(), std::align(kAlignment, d.get_size(), start, space));
 }
 
 memory::dims dims(std::initializer_list<int64_t> v) {
@@ -81,7 +77,7 @@ class Plans {
   }
 
   const Primitives& make(const Key& key, const ConvGeometry& g, bool bias, int64_t n, const Primitives* full) {
-    dnnl::engine& eng = engine();
+    dnnl::engine& eng = onednn_engine();
     const auto f32 = memory::data_type::f32;
     const memory::dims x_dims = dims({n, g.channels, g.height, g.width});
     const memory::dims y_dims = dims({n, g.filters, g.out_h, g.out_w});
@@ -135,9 +131,9 @@ void check_fits(const memory::desc& d, int64_t floats, const char* what) {
 // memory itself when the layouts agree, else a copy in `blocked`.
 memory in_layout(const memory::desc& want, const memory::desc& user, const float* data, float* blocked,
                  dnnl::stream& s) {
-  memory u(user, engine(), const_cast<float*>(data));
+  memory u(user, onednn_engine(), const_cast<float*>(data));
   if (want == user) return u;
-  memory b(want, engine(), blocked);
+  memory b(want, onednn_engine(), blocked);
   dnnl::reorder(u, b).execute(s, u, b);
   return b;
 }
@@ -154,8 +150,8 @@ memory weights_in(const memory::desc& want, const memory::desc& user, const floa
 struct Output {
   memory result, user;
   Output(const memory::desc& have, const memory::desc& user_md, float* data, float* blocked)
-      : result(have == user_md ? memory(user_md, engine(), data) : memory(have, engine(), blocked)),
-        user(user_md, engine(), data) {}
+      : result(have == user_md ? memory(user_md, onednn_engine(), data) : memory(have, onednn_engine(), blocked)),
+        user(user_md, onednn_engine(), data) {}
   void finish(dnnl::stream& s) {
     if (result.get_data_handle() != user.get_data_handle()) dnnl::reorder(result, user).execute(s, result, user);
   }
@@ -207,7 +203,7 @@ void OneDnnConv::forward(ThreadPool* pool, int64_t batch, int64_t lanes, const f
                                             {DNNL_ARG_WEIGHTS, weights},
                                             {DNNL_ARG_DST, dst.result},
                                             {DNNL_ARG_SCRATCHPAD, scratchpad_for(p.fwd_pd.scratchpad_desc())}};
-    if (has_bias) args.emplace(DNNL_ARG_BIAS, memory(p.fwd_pd.bias_desc(), engine(), const_cast<float*>(bias)));
+    if (has_bias) args.emplace(DNNL_ARG_BIAS, memory(p.fwd_pd.bias_desc(), onednn_engine(), const_cast<float*>(bias)));
     p.fwd.execute(s, args);
     dst.finish(s);
     if (relu_output) relu_in_place(y + n0 * y_sample, n * y_sample);

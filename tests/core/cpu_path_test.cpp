@@ -14,11 +14,6 @@
 namespace devmap {
 namespace {
 
-// DEVMAP_CPU_PATH set (or unset) for a scope.
-struct ScopedVariable : test::ScopedEnv {
-  explicit ScopedVariable(const char* value) : ScopedEnv(kCpuPathVariable, value) {}
-};
-
 TEST(CpuPath, BaselineAlwaysAndWidestIsSupported) {
   EXPECT_TRUE(cpu_supports(CpuPath::kBaseline));
   EXPECT_TRUE(cpu_supports(widest_cpu_path()));
@@ -32,7 +27,7 @@ TEST(CpuPath, BaselineAlwaysAndWidestIsSupported) {
 
 TEST(CpuPath, UnsetEmptyOrAutoIsTheWidest) {
   for (const char* v : {static_cast<const char*>(nullptr), "", "auto"}) {
-    ScopedVariable var(v);
+    test::ScopedEnv var(kCpuPathVariable, v);
     EXPECT_EQ(cpu_path_from_environment(), widest_cpu_path()) << (v ? v : "(unset)");
   }
 }
@@ -40,13 +35,13 @@ TEST(CpuPath, UnsetEmptyOrAutoIsTheWidest) {
 TEST(CpuPath, EverySupportedPathCanBeForced) {
   for (CpuPath p : kCpuPaths) {
     if (!cpu_supports(p)) continue;
-    ScopedVariable var(cpu_path_name(p));
+    test::ScopedEnv var(kCpuPathVariable, cpu_path_name(p));
     EXPECT_EQ(cpu_path_from_environment(), p);
   }
 }
 
 TEST(CpuPath, UnknownNameIsAnInputError) {
-  ScopedVariable var("sse9");
+  test::ScopedEnv var(kCpuPathVariable, "sse9");
   try {
     cpu_path_from_environment();
     FAIL() << "DEVMAP_CPU_PATH=sse9 was accepted";
@@ -60,7 +55,7 @@ TEST(CpuPath, UnknownNameIsAnInputError) {
 
 TEST(CpuPath, UnsupportedPathIsAnInputError) {
   if (cpu_supports(CpuPath::kAvx512)) GTEST_SKIP() << "uncovered: this CPU supports every path";
-  ScopedVariable var("avx512");
+  test::ScopedEnv var(kCpuPathVariable, "avx512");
   try {
     cpu_path_from_environment();
     FAIL() << "an unsupported path was accepted";

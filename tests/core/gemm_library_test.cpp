@@ -38,25 +38,20 @@ TEST(GemmLibrary, OpenBlasOnlyWhereItsCoreRunsThePath) {
       EXPECT_EQ(gemm_library_for(GemmUse::kDenseGradient, p, core), GemmLibrary::kOneDnn) << core;
 }
 
-// DEVMAP_GEMM set (or unset) for a scope.
-struct ScopedGemmVariable : test::ScopedEnv {
-  explicit ScopedGemmVariable(const char* value) : ScopedEnv(kGemmVariable, value) {}
-};
-
 TEST(GemmLibrary, TheVariableForcesOneLibraryOrSaysWhatItTakes) {
   for (const char* unset : {static_cast<const char*>(nullptr), "", "auto"}) {
-    ScopedGemmVariable v(unset);
+    test::ScopedEnv v(kGemmVariable, unset);
     EXPECT_EQ(gemm_library_from_environment(), std::nullopt);
   }
   {
-    ScopedGemmVariable v("onednn");
+    test::ScopedEnv v(kGemmVariable, "onednn");
     EXPECT_EQ(gemm_library_from_environment(), GemmLibrary::kOneDnn);
   }
   {
-    ScopedGemmVariable v("openblas");
+    test::ScopedEnv v(kGemmVariable, "openblas");
     EXPECT_EQ(gemm_library_from_environment(), GemmLibrary::kOpenBlas);
   }
-  ScopedGemmVariable v("mkl");
+  test::ScopedEnv v(kGemmVariable, "mkl");
   try {
     gemm_library_from_environment();
     FAIL() << "DEVMAP_GEMM=mkl was accepted";

@@ -20,14 +20,7 @@
 namespace devmap::test {
 namespace {
 
-class ConvOneDnn : public EveryCpuPath {
- protected:
-  void SetUp() override {
-    EveryCpuPath::SetUp();
-    if (IsSkipped()) return;
-    if (const std::string why = onednn_runs_another_path(GetParam()); !why.empty()) GTEST_SKIP() << why;
-  }
-};
+class ConvOneDnn : public EveryOneDnnPath {};
 DEVMAP_ON_EVERY_CPU_PATH(ConvOneDnn);
 
 using cpu::Conv2dKernel;

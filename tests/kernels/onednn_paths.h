@@ -8,6 +8,7 @@
 
 #include "core/cpu_path.h"
 #include "kernels/cpu/onednn_runtime.h"
+#include "tests/kernels/cpu_paths.h"
 
 namespace devmap::test {
 
@@ -17,5 +18,16 @@ inline std::string onednn_runs_another_path(CpuPath path) {
   return std::string("oneDNN runs the ") + cpu_path_name(cpu::onednn_cpu_path()) +
          " path in this process (fixed at its first use); run this test alone, as ctest does";
 }
+
+// EveryCpuPath for tests that run oneDNN: each path's test also skips where
+// oneDNN runs another path in this process.
+class EveryOneDnnPath : public EveryCpuPath {
+ protected:
+  void SetUp() override {
+    EveryCpuPath::SetUp();
+    if (IsSkipped()) return;
+    if (const std::string why = onednn_runs_another_path(GetParam()); !why.empty()) GTEST_SKIP() << why;
+  }
+};
 
 }  // namespace devmap::test

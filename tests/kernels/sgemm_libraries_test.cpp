@@ -25,17 +25,16 @@ namespace {
 
 using cpu::sgemm_in;
 
-class GemmInOneDnn : public EveryCpuPath {
+class GemmInOneDnn : public EveryOneDnnPath {
  protected:
   void SetUp() override {
-    EveryCpuPath::SetUp();
+    EveryOneDnnPath::SetUp();
     if (IsSkipped()) return;
-    if (const std::string why = onednn_runs_another_path(GetParam()); !why.empty()) GTEST_SKIP() << why;
     every_gemm_.emplace(GemmLibrary::kOneDnn);
   }
   void TearDown() override {
     every_gemm_.reset();
-    EveryCpuPath::TearDown();
+    EveryOneDnnPath::TearDown();
   }
 
  private:
