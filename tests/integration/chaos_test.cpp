@@ -174,7 +174,11 @@ TEST(Chaos, TwentyRandomSignalsLoseNothing) {
           return true;
         },
         milliseconds(3000)))
-        << "run " << runs << " left files";
+        << "run " << runs << " left files: " << [&] {
+             std::string names;
+             for (const std::string& l : leftovers({run.pid()}, dir.path())) names += l + " ";
+             return names;
+           }();
     // Every checkpoint on disk loads.
     for (const CheckpointFiles& c : store.list()) EXPECT_EQ(CheckpointStore::problem(c), std::nullopt) << c.weights;
     // A run that finished starts the next series from scratch.
