@@ -313,7 +313,6 @@ void Executor::enable_profile() {
 void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t batch, const StepInfo& info,
                    bool accumulate) {
   KernelContext ctx = context(info);
-  std::vector<TensorView> inputs, params;
   timed_.clear();
   if (timer_) timer_->clear();  // what a pass that threw left
   for (int k = begin; k < end; ++k) {
@@ -342,17 +341,7 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
       }
     }
     switch (ins.kind) {
-      case InstrKind::kForward: {
-        const Node& node = graph_.node(ins.node);
-        inputs.clear();
-        params.clear();
-        for (int t : ins.in) inputs.push_back(view(t, batch));
-        for (int pi : node_params_[static_cast<size_t>(ins.node)])
-          params.push_back(params_[static_cast<size_t>(pi)].value_view());
-        kernels_[static_cast<size_t>(ins.node)]->forward(
-            ForwardArgs{node, inputs, params, view(ins.out[0], batch), ctx, relu_into_[static_cast<size_t>(ins.node)]});
-        break;
-      }
+      case InstrKind::kForward: run_kernel_forward(ins, batch, ctx); break;
       case InstrKind::kBackward: run_kernel_backward(ins, batch, ctx, accumulate); break;
       case InstrKind::kSumGrads: {
         TensorView out = view(ins.out[0], batch);
@@ -470,6 +459,34 @@ void Executor::record(const Instr& ins, int64_t batch, double seconds) {
   }
 }
 
+bool Executor::runs_by_chunk(const Node& node, int64_t batch, bool training) const {
+  return training && gradient_chunk_ > 0 && batch > gradient_chunk_ && !node.schema->couples_samples &&
+         !node.schema->batch_reduced();
+}
+
+void Executor::run_kernel_forward(const Instr& ins, int64_t batch, KernelContext& ctx) {
+  const Node& node = graph_.node(ins.node);
+  std::vector<TensorView> inputs, params;
+  for (int t : ins.in) inputs.push_back(view(t, batch));
+  for (int pi : node_params_[static_cast<size_t>(ins.node)])
+    params.push_back(params_[static_cast<size_t>(pi)].value_view());
+  OpKernel& kernel = *kernels_[static_cast<size_t>(ins.node)];
+  const bool relu = relu_into_[static_cast<size_t>(ins.node)];
+  const TensorView out = view(ins.out[0], batch);
+  if (!runs_by_chunk(node, batch, ctx.training)) {
+    kernel.forward(ForwardArgs{node, inputs, params, out, ctx, relu});
+    return;
+  }
+  std::vector<TensorView> chunk_inputs(inputs);
+  const int64_t offset = ctx.sample_offset;
+  for_each_gradient_chunk(batch, gradient_chunk_, false, [&](int64_t first, int64_t count, bool) {
+    for (size_t k = 0; k < inputs.size(); ++k) chunk_inputs[k] = batch_rows(inputs[k], first, count);
+    ctx.sample_offset = offset + first;
+    kernel.forward(ForwardArgs{node, chunk_inputs, params, batch_rows(out, first, count), ctx, relu});
+  });
+  ctx.sample_offset = offset;
+}
+
 void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate) {
   const Node& node = graph_.node(ins.node);
   std::vector<TensorView> inputs, params, d_inputs, d_params;
@@ -495,15 +512,8 @@ void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContex
   if (node.schema->backward_needs_output) out = view(ins.node, batch);
   TensorView d_out = view(ins.in[0], batch);
   OpKernel& kernel = *kernels_[static_cast<size_t>(ins.node)];
-  const bool sums_gradients =
-      std::any_of(d_params.begin(), d_params.end(), [](const TensorView& g) { return !g.empty(); });
-  if (gradient_chunk_ <= 0 || batch <= gradient_chunk_ || !sums_gradients || node.schema->couples_samples) {
+  if (!runs_by_chunk(node, batch, true)) {
     kernel.backward(BackwardArgs{node, inputs, params, out, d_out, d_inputs, d_params, accumulate, ctx});
-    return;
-  }
-  if (kernel.sums_gradient_chunks()) {
-    kernel.backward(
-        BackwardArgs{node, inputs, params, out, d_out, d_inputs, d_params, accumulate, ctx, gradient_chunk_});
     return;
   }
   // Chunks of gradient_chunk_ samples, in order, each adding its whole

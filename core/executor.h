@@ -124,12 +124,15 @@ class Executor {
   // Records every instruction, slot wait and optimizer update into `trace`
   // from now on (null: stop); the caller owns it (--trace).
   void set_trace(TraceBuffer* trace) { trace_ = trace; }
-  // A backward pass of more than `samples` samples runs each op that has
-  // trained parameters (and does not couple its samples, as batch_norm
-  // does) on consecutive chunks of `samples`, each chunk adding its whole
-  // gradient to what the chunks before it left. A step cut into
-  // micro-batches of multiples of `samples` then adds the same chunk
-  // gradients in the same order as the whole batch: the same bits.
+  // A training pass of more than `samples` samples calls each op's kernel
+  // once per consecutive chunk of `samples`, forward and backward (except
+  // ops that couple their samples, as batch_norm does, and losses and
+  // metrics, which reduce over the batch); each chunk's backward adds its
+  // whole gradient to what the chunks before it left. A chunk is then
+  // computed by the same calls, of the same shapes, wherever it runs: in
+  // the whole batch, in a micro-batch or a replica of a multiple of
+  // `samples`. So those give the same bits whatever kernels, blockings or
+  // remainder paths a library picks for a shape on this CPU.
   // 0: the whole batch in one call.
   void set_gradient_chunk(int64_t samples) { gradient_chunk_ = samples; }
   // Called after each instruction that run() finishes, on its thread (a
@@ -176,7 +179,11 @@ class Executor {
   void run(const std::vector<Instr>& instrs, int begin, int end, int64_t batch, const StepInfo& info, bool accumulate);
   void copy_staged_inputs(int64_t batch);
   void copy_staged_outputs(int64_t batch);
+  void run_kernel_forward(const Instr& ins, int64_t batch, KernelContext& ctx);
   void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
+  // Whether a pass of `batch` samples calls `node`'s kernel once per
+  // gradient chunk (set_gradient_chunk).
+  bool runs_by_chunk(const Node& node, int64_t batch, bool training) const;
   // The node's kernel's implementation name (--profile) for its forward or
   // backward, or empty; "+relu" ends a forward that fuses its relu.
   std::string implementation(int node, bool backward) const;

@@ -52,22 +52,16 @@ struct BackwardArgs {
   std::span<const TensorView> d_inputs;
   // Gradients w.r.t. params: overwritten when accumulate is false, added to
   // when true (later gradient chunks and micro-batches of one step). A CPU
-  // kernel adds this batch's whole gradient, rounded to float once, to each
+  // kernel adds this call's whole gradient, rounded to float once, to each
   // element (g + (a + b + ...), never (g + a) + b), so a chunk's gradient
   // has the same bits wherever the chunk is computed: in a whole batch
-  // (Executor::set_gradient_chunk), a micro-batch or a data-parallel
-  // replica. (The dense kernel's GEMM does so while a chunk fits one of
-  // its library's K blocks, a few hundred samples; past that it adds block
-  // by block.)
+  // (Executor::set_gradient_chunk calls the kernel once per chunk), a
+  // micro-batch or a data-parallel replica. (The dense kernel's GEMM does so
+  // while a chunk fits one of its library's K blocks, a few hundred samples;
+  // past that it adds block by block.)
   std::span<const TensorView> d_params;
   bool accumulate = false;
   KernelContext& ctx;
-  // Samples per gradient chunk (Executor::set_gradient_chunk), for a kernel
-  // whose sums_gradient_chunks() is true: it computes the parameter
-  // gradients of samples [0, c), [c, 2c), ... one chunk after another, each
-  // adding its whole gradient as above, exactly as if called once per chunk;
-  // 0: all samples as one chunk. Other kernels are called once per chunk.
-  int64_t gradient_chunk = 0;
 };
 
 // The gradient chunks of a batch, in order: fn(first, count, add) for
@@ -90,10 +84,6 @@ class OpKernel {
   // Scratch memory for a batch of `batch` samples, shared by all kernels of
   // a worker (the executor allocates the maximum once).
   virtual size_t workspace_bytes(const Node& /*node*/, int64_t /*batch*/) const { return 0; }
-  // Whether backward() honours BackwardArgs::gradient_chunk itself (and
-  // computes what does not sum over samples, the input gradients, once or
-  // chunk by chunk, with the bits of one call per chunk either way).
-  virtual bool sums_gradient_chunks() const { return false; }
   // The implementation that runs for the node in this process, as --profile
   // names it ("winograd/avx512", "openblas:Cooperlake"); empty: not named.
   virtual std::string implementation(const Node& /*node*/) const { return {}; }

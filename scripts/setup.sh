@@ -11,7 +11,9 @@
 #                               graphviz: coordinator plan --dot FILE.svg;
 #                               openmpi-bin, libopenmpi-dev: the MPI transport
 #                               and the multi-host test bed, scripts/testbed.sh;
-#                               iproute2: its namespaces and veth links)
+#                               iproute2: its namespaces and veth links;
+#                               qemu-user: scripts/emulated_cpus.sh runs the
+#                               bit tests as AVX2 CPUs dispatch)
 #   scripts/setup.sh --test     and Slurm for the test bed's srun test (munge,
 #                               slurmctld, slurmd, slurm-client); scripts/test.sh
 #                               asks for it. Where systemd runs, Debian starts
@@ -28,10 +30,11 @@ packages=(
   python3-torch python3-numpy
   graphviz
   openmpi-bin libopenmpi-dev iproute2
+  qemu-user
 )
 for arg in "$@"; do
   case "$arg" in
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --test) packages+=(munge slurmctld slurmd slurm-client) ;;
     *) echo "setup.sh: unknown option '$arg' (known: --test, --help)" >&2; exit 2 ;;
   esac

@@ -4,6 +4,11 @@
 #
 #   scripts/test.sh [--sanitizers] [CTEST_ARGS...]
 #
+# After the suite, the emulated stage (scripts/emulated_cpus.sh) runs the
+# bit-invariance tests under qemu-user's Haswell and EPYC-Milan, where
+# OpenBLAS and oneDNN dispatch as on those AVX2 CPUs (skipped, with the
+# reason, where it cannot emulate, and when CTEST_ARGS pick tests).
+#
 # With --sanitizers, or CI=true, two more stages follow the suite:
 #   asan  the suite again under AddressSanitizer + UBSan (preset asan),
 #         leaving out the tests labelled slow (long training) and python
@@ -47,6 +52,14 @@ dir=$("$root/scripts/build.sh" ci)
 stage "test (ci)"
 (cd "$dir" && ctest --output-on-failure --timeout 600 -j "$jobs" "${args[@]}")
 check_segments "ci"
+
+stage "emulated CPUs"
+if [[ ${#args[@]} -eq 0 ]]; then
+  "$root/scripts/emulated_cpus.sh" "$dir"
+  check_segments "emulated CPUs"
+else
+  echo "test.sh: emulated CPUs skipped: ctest arguments pick a subset (${args[*]})" >&2
+fi
 
 if [[ $sanitizers -eq 1 ]]; then
   stage "build (asan)"

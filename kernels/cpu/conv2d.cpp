@@ -136,18 +136,17 @@ void Conv2dKernel::forward(const ForwardArgs& args) {
   });
 }
 
-// The GEMM algorithm's backward over samples [n0, n0 + batch): dx of those
-// samples (when dx is not null), and their weight gradient (when dw is not
-// null), which the lanes compute in parts and add in lane order, then add
-// to dw (accumulate) or write.
+// The GEMM algorithm's backward: dx (when not null), and the weight
+// gradient (when dw is not null), which the lanes compute in parts and add
+// in lane order, then add to dw (accumulate) or write.
 void Conv2dKernel::backward_gemm(const GemmPass& pass) const {
   const ConvGeometry& g = pass.g;
   const GemmConvLayout lay(g);
-  const int64_t batch = pass.count, lane_count = lanes(batch), p = g.positions(), o_n = g.filters;
+  const int64_t batch = pass.batch, lane_count = lanes(batch), p = g.positions(), o_n = g.filters;
   const int64_t og = g.group_filters();
-  const float* x = pass.x + pass.first * g.channels * g.in_plane();
-  const float* dy = pass.dy + pass.first * o_n * p;
-  float* dx = pass.dx == nullptr ? nullptr : pass.dx + pass.first * g.channels * g.in_plane();
+  const float* x = pass.x;
+  const float* dy = pass.dy;
+  float* dx = pass.dx;
   float* dw = pass.dw;
   float* workspace = pass.workspace;
   parallel_for(pass.pool, lane_count, [&](int64_t l0, int64_t l1) {
@@ -212,21 +211,15 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
   float* dx = args.d_inputs[0].data;
   float* dw = args.d_params[0].data;
   float* db = args.d_params.size() > 1 ? args.d_params[1].data : nullptr;
-  // The parameter gradients go one gradient chunk [n0, n0 + count) after
-  // another, each as a call with those samples alone computes it; dx does
-  // not sum over samples and is computed once.
-  auto for_chunks = [&](const auto& fn) { for_each_gradient_chunk(batch, args.gradient_chunk, args.accumulate, fn); };
 
   if (db != nullptr) {
     // db[o] = sum over samples (in order) of the sum over positions; one o per task.
-    for_chunks([&](int64_t n0, int64_t count, bool add) {
-      parallel_for(args.ctx.pool, o_n, [&](int64_t begin, int64_t end) {
-        for (int64_t o = begin; o < end; ++o) {
-          double sum = 0.0;
-          for (int64_t n = n0; n < n0 + count; ++n) sum += sum_fixed_order(dy + (n * o_n + o) * p, p);
-          db[o] = add ? db[o] + static_cast<float>(sum) : static_cast<float>(sum);
-        }
-      });
+    parallel_for(args.ctx.pool, o_n, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        double sum = 0.0;
+        for (int64_t n = 0; n < batch; ++n) sum += sum_fixed_order(dy + (n * o_n + o) * p, p);
+        db[o] = args.accumulate ? db[o] + static_cast<float>(sum) : static_cast<float>(sum);
+      }
     });
   }
   if (dw == nullptr && dx == nullptr) return;
@@ -239,38 +232,15 @@ void Conv2dKernel::backward(const BackwardArgs& args) {
   check_workspace(args.node, conv_cpu_workspace_bytes(g, algo, lanes(batch)), args.ctx);
   const float* x = args.inputs[0].data;
   const float* w = args.params[0].data;
-  // Winograd and oneDNN: dW chunk by chunk, then dx over the whole batch.
+  // Winograd and oneDNN: dW, then dx.
   const auto backward_by = [&](const auto& conv) {
     if (dw != nullptr)
-      for_chunks([&](int64_t n0, int64_t count, bool add) {
-        conv.backward_weights(args.ctx.pool, count, lanes(count), x + n0 * g.channels * g.in_plane(), dy + n0 * o_n * p,
-                              dw, add, args.ctx.workspace);
-      });
+      conv.backward_weights(args.ctx.pool, batch, lanes(batch), x, dy, dw, args.accumulate, args.ctx.workspace);
     if (dx != nullptr) conv.backward_input(args.ctx.pool, batch, lanes(batch), dy, w, dx, args.ctx.workspace);
   };
   if (algo == ConvAlgorithm::kWinograd) return backward_by(WinogradConv(g));
   if (algo == ConvAlgorithm::kOneDnn) return backward_by(OneDnnConv(g));
-  GemmPass pass{g, args.ctx.pool, x, dy, w, nullptr, nullptr, 0, batch, false, args.ctx.workspace};
-  if (args.gradient_chunk <= 0 || args.gradient_chunk >= batch) {  // one chunk: dx and dW in one pass
-    pass.dx = dx;
-    pass.dw = dw;
-    pass.accumulate = args.accumulate;
-    backward_gemm(pass);
-    return;
-  }
-  if (dx != nullptr) {
-    pass.dx = dx;
-    backward_gemm(pass);
-    pass.dx = nullptr;
-  }
-  if (dw != nullptr)
-    for_chunks([&](int64_t n0, int64_t count, bool add) {
-      pass.dw = dw;
-      pass.first = n0;
-      pass.count = count;
-      pass.accumulate = add;
-      backward_gemm(pass);
-    });
+  backward_gemm(GemmPass{g, args.ctx.pool, x, dy, w, dx, dw, batch, args.accumulate, args.ctx.workspace});
 }
 
 }  // namespace devmap::cpu

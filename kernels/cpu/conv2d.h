@@ -53,7 +53,6 @@ class Conv2dKernel final : public OpKernel {
 
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
-  bool sums_gradient_chunks() const override { return true; }
   size_t workspace_bytes(const Node& node, int64_t batch) const override;
   // "winograd/<cpu path>+<GEMM library>" (the transforms' path, then
   // blas.h's gemm_kernel_name()), "onednn:<oneDNN's kernel>" or
@@ -79,7 +78,7 @@ class Conv2dKernel final : public OpKernel {
     ThreadPool* pool;
     const float *x, *dy, *w;
     float *dx, *dw;
-    int64_t first, count;
+    int64_t batch;
     bool accumulate;
     float* workspace;
   };

@@ -75,37 +75,32 @@ void DenseKernel::backward(const BackwardArgs& args) {
   float* dx = args.d_inputs[0].data;
   float* dw = args.d_params[0].data;
   float* db = args.d_params.size() > 1 ? args.d_params[1].data : nullptr;
-  // One gradient chunk of samples [n0, n0 + count) after another, each as a
-  // call with those samples alone would compute it (a GEMM's rows may depend
-  // on how many rows it has): dx[n0:, i0:i1] = dy[n0:] W[:, i0:i1], rows
-  // [u0, u1) of dW (+)= dy[n0:, u0:u1]^T x[n0:], and the same units of db
-  // (the column sums of dy, samples added in order, in double).
+  // dx[:, i0:i1] = dy W[:, i0:i1], rows [u0, u1) of dW (+)= dy[:, u0:u1]^T x,
+  // and the same units of db (the column sums of dy, samples added in
+  // order, in double). The executor calls this once per gradient chunk.
   const float* x = args.inputs[0].data;
   const float* w = args.params[0].data;
-  for_each_gradient_chunk(batch, args.gradient_chunk, args.accumulate, [&](int64_t n0, int64_t count, bool add) {
-    const float* dy_c = dy + n0 * units;
-    const double chunk_flops = 2.0 * static_cast<double>(count * in * units);
-    if (dx != nullptr)
-      for_blocks(args.ctx.pool, blocks_of(in, chunk_flops), [&](int64_t i0, int64_t i1) {
-        sgemm_in(library, false, false, count, i1 - i0, units, dy_c, units, w + i0, in, 0.0f, dx + n0 * in + i0, in);
-      });
-    if (dw == nullptr && db == nullptr) return;
-    for_blocks(args.ctx.pool, blocks_of(units, chunk_flops), [&](int64_t u0, int64_t u1) {
-      if (dw != nullptr)
-        sgemm_in(library, true, false, u1 - u0, in, count, dy_c + u0, units, x + n0 * in, in, add ? 1.0f : 0.0f,
-                 dw + u0 * in, in);
-      if (db != nullptr) {
-        double sums[kMaxBlockCols];
-        for (int64_t c0 = u0; c0 < u1; c0 += kMaxBlockCols) {
-          const int64_t c1 = std::min(u1, c0 + kMaxBlockCols);
-          std::fill(sums, sums + (c1 - c0), 0.0);
-          for (int64_t n = 0; n < count; ++n)
-            for (int64_t u = c0; u < c1; ++u) sums[u - c0] += static_cast<double>(dy_c[n * units + u]);
-          for (int64_t u = c0; u < c1; ++u)
-            db[u] = add ? db[u] + static_cast<float>(sums[u - c0]) : static_cast<float>(sums[u - c0]);
-        }
-      }
+  const bool add = args.accumulate;
+  const double flops = 2.0 * static_cast<double>(batch * in * units);
+  if (dx != nullptr)
+    for_blocks(args.ctx.pool, blocks_of(in, flops), [&](int64_t i0, int64_t i1) {
+      sgemm_in(library, false, false, batch, i1 - i0, units, dy, units, w + i0, in, 0.0f, dx + i0, in);
     });
+  if (dw == nullptr && db == nullptr) return;
+  for_blocks(args.ctx.pool, blocks_of(units, flops), [&](int64_t u0, int64_t u1) {
+    if (dw != nullptr)
+      sgemm_in(library, true, false, u1 - u0, in, batch, dy + u0, units, x, in, add ? 1.0f : 0.0f, dw + u0 * in, in);
+    if (db != nullptr) {
+      double sums[kMaxBlockCols];
+      for (int64_t c0 = u0; c0 < u1; c0 += kMaxBlockCols) {
+        const int64_t c1 = std::min(u1, c0 + kMaxBlockCols);
+        std::fill(sums, sums + (c1 - c0), 0.0);
+        for (int64_t n = 0; n < batch; ++n)
+          for (int64_t u = c0; u < c1; ++u) sums[u - c0] += static_cast<double>(dy[n * units + u]);
+        for (int64_t u = c0; u < c1; ++u)
+          db[u] = add ? db[u] + static_cast<float>(sums[u - c0]) : static_cast<float>(sums[u - c0]);
+      }
+    }
   });
 }
 

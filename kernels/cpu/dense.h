@@ -21,7 +21,6 @@ class DenseKernel final : public OpKernel {
  public:
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
-  bool sums_gradient_chunks() const override { return true; }
   std::string implementation(const Node& node) const override;
   std::string backward_implementation(const Node& node) const override;
 };

@@ -246,75 +246,81 @@ TEST(FusedRelu, TheCpuFusesTheConvolutionsRelusWithTheSameBits) {
   EXPECT_TRUE(on_gpu->fused_relus().empty());
 }
 
-// One training step of 64 samples as 4 accumulated micro-batches of 16
-// equals the full-batch step (up to float summation order).
-TEST(MicroBatches, AccumulatedStepEqualsFullStep) {
+// One training step of the reference CNN over 64 samples, as micro-batches
+// of `micro_batch` with gradient chunks of `chunk` samples (0: none): the
+// loss summed over the micro-batches, and the parameters after the update.
+struct OneStep {
+  float loss = 0;
+  std::vector<std::vector<float>> params;
+};
+
+OneStep one_step(const Graph& g, const Program& p, const KernelFactory& kernels, int64_t chunk, int64_t micro_batch) {
+  Inputs all(64);
+  auto ex = single_device(g, p, kernels, nullptr, micro_batch);
+  ex->set_gradient_chunk(chunk);
+  OneStep r;
+  for (int64_t first = 0; first < 64; first += micro_batch) {
+    const StepInfo info{0, first, 64, true};
+    ex->bind_output(g.find("image"), all.images.data() + first * 784);
+    ex->bind_output(g.find("label"), all.labels.data() + first);
+    ex->forward(micro_batch, info);
+    r.loss += ex->scalar(g.find("loss"));
+    ex->backward(micro_batch, info, /*accumulate=*/first > 0);
+  }
+  ex->apply_optimizer(1);
+  r.params = values(*ex);
+  return r;
+}
+
+double distance(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (size_t j = 0; j < a.size(); ++j) d += std::pow(static_cast<double>(a[j]) - b[j], 2);
+  return std::sqrt(d);
+}
+
+// Without gradient chunks, 4 accumulated micro-batches of 16 sum each
+// gradient in another order than the whole batch of 64 does, and a GEMM's
+// rows may round differently at 16 rows than at 64 (OpenBLAS's and oneDNN's
+// AVX2 kernels do). The micro-batched step then differs from the whole one
+// by float32 rounding alone: per parameter, no more than 4x what another
+// order of the whole batch's own sums (chunks of 32, no micro-batches)
+// changes. (Chunks of 16 would call every kernel as the micro-batches do.)
+TEST(MicroBatches, AccumulatedStepDiffersFromTheFullStepByRoundingAlone) {
   Graph g = reference_cnn();
   for (int i = 0; i < g.size(); ++i) g.node(i).device = "cpu:0";
-  Program p = build_training_program(g);
+  const Program p = build_training_program(g);
   CpuKernelFactory kernels;
-  auto full = single_device(g, p, kernels, nullptr, 64);
-  auto micro = single_device(g, p, kernels, nullptr, 16);
-  const auto before = values(*full);
-  ASSERT_EQ(before, values(*micro));
-  Inputs all(64);
-  full->bind_output(g.find("image"), all.images.data());
-  full->bind_output(g.find("label"), all.labels.data());
-  full->forward(64, StepInfo{0, 0, 64, true});
-  float full_loss = full->scalar(g.find("loss"));
-  full->backward(64, StepInfo{0, 0, 64, true}, false);
-  full->apply_optimizer(1);
-  float micro_loss = 0;
-  for (int64_t m = 0; m < 4; ++m) {
-    StepInfo info{0, m * 16, 64, true};
-    micro->bind_output(g.find("image"), all.images.data() + m * 16 * 784);
-    micro->bind_output(g.find("label"), all.labels.data() + m * 16);
-    micro->forward(16, info);
-    micro_loss += micro->scalar(g.find("loss"));
-    micro->backward(16, info, /*accumulate=*/m > 0);
-  }
-  micro->apply_optimizer(1);
-  EXPECT_NEAR(micro_loss, full_loss, 1e-5 * std::fabs(full_loss));
-  const auto a = values(*full), b = values(*micro);
-  for (size_t i = 0; i < a.size(); ++i) {
-    double diff = 0, update = 0;
-    for (size_t j = 0; j < a[i].size(); ++j) {
-      diff += std::pow(static_cast<double>(a[i][j]) - b[i][j], 2);
-      update += std::pow(static_cast<double>(a[i][j]) - before[i][j], 2);
-    }
-    ASSERT_GT(update, 0) << full->parameters()[i].name;
-    EXPECT_LE(std::sqrt(diff), 1e-4 * std::sqrt(update)) << full->parameters()[i].name;
+  auto before = single_device(g, p, kernels, nullptr, 64);
+  const auto initial = values(*before);
+  const OneStep full = one_step(g, p, kernels, 0, 64), micro = one_step(g, p, kernels, 0, 16);
+  const OneStep reordered = one_step(g, p, kernels, 32, 64);
+  EXPECT_NEAR(micro.loss, full.loss, 4 * std::fabs(reordered.loss - full.loss) + 1e-7 * std::fabs(full.loss));
+  for (size_t i = 0; i < full.params.size(); ++i) {
+    const std::string& name = before->parameters()[i].name;
+    const double update = distance(full.params[i], initial[i]);
+    ASSERT_GT(update, 0) << name << " was not updated";
+    const double rounding = distance(full.params[i], reordered.params[i]);
+    EXPECT_LE(distance(full.params[i], micro.params[i]), 4 * rounding + 1e-7 * update) << name;
   }
 }
 
 // One step of 64 samples, run whole and as accumulated micro-batches of
-// 32 and of 16: with gradient chunks of 16 samples every run adds the same
-// chunk gradients in the same order, so all three end with the same bits;
-// without chunks the whole batch sums its samples in another order than the
-// micro-batches do (which shows the comparison can fail).
+// 32 and of 16: with gradient chunks of 16 samples the executor calls every
+// kernel once per chunk, forward and backward, so every run computes each
+// chunk by the same calls and adds the same chunk gradients in the same
+// order: all three end with the same bits, whatever rows and blockings the
+// libraries choose on this CPU. Without chunks the whole batch sums its
+// samples in another order than the micro-batches do (which shows the
+// comparison can fail).
 TEST(MicroBatches, OfWholeGradientChunksGiveTheBitsOfTheWholeBatch) {
   Graph g = reference_cnn();
   for (int i = 0; i < g.size(); ++i) g.node(i).device = "cpu:0";
   const Program p = build_training_program(g);
   CpuKernelFactory kernels;
-  Inputs all(64);
-  auto step = [&](int64_t chunk, int64_t micro_batch) {
-    auto ex = single_device(g, p, kernels, nullptr, micro_batch);
-    ex->set_gradient_chunk(chunk);
-    for (int64_t first = 0; first < 64; first += micro_batch) {
-      const StepInfo info{0, first, 64, true};
-      ex->bind_output(g.find("image"), all.images.data() + first * 784);
-      ex->bind_output(g.find("label"), all.labels.data() + first);
-      ex->forward(micro_batch, info);
-      ex->backward(micro_batch, info, /*accumulate=*/first > 0);
-    }
-    ex->apply_optimizer(1);
-    return values(*ex);
-  };
-  const auto whole = step(16, 64);
-  EXPECT_TRUE(whole == step(16, 32));
-  EXPECT_TRUE(whole == step(16, 16));
-  EXPECT_FALSE(step(0, 64) == step(0, 16));
+  const OneStep whole = one_step(g, p, kernels, 16, 64);
+  EXPECT_TRUE(whole.params == one_step(g, p, kernels, 16, 32).params);
+  EXPECT_TRUE(whole.params == one_step(g, p, kernels, 16, 16).params);
+  EXPECT_FALSE(one_step(g, p, kernels, 0, 64).params == one_step(g, p, kernels, 0, 16).params);
 }
 
 // The memory plan counts the op schema's workspace; the CPU conv kernel

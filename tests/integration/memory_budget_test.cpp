@@ -74,9 +74,11 @@ TEST(PlanCommand, ImpossibleBudgetFailsBeforeAnythingRuns) {
 }
 
 // One step of 64 under a budget that fits 16 samples runs as 4 accumulated
-// micro-batches, and its update equals the unbudgeted step's. The first
-// step of momentum SGD is p -= lr * g, so the update is the difference of
-// the steps at learning rates 0.01 and 0.02.
+// micro-batches, and with gradient chunks of 16 its update has the bits of
+// the unbudgeted step's, on every CPU (scripts/emulated_cpus.sh runs this
+// test under other CPUs' dispatch). The first step of momentum SGD is
+// p -= lr * g, so the update is the difference of the steps at learning
+// rates 0.01 and 0.02: it must not be zero.
 TEST(MicroBatchTraining, FourMicroBatchesGiveTheFullBatchUpdate) {
   TempDir dir;
   const std::string config = kConfigs + "fashion_mnist_cnn.yaml";
@@ -91,6 +93,7 @@ TEST(MicroBatchTraining, FourMicroBatchesGiveTheFullBatchUpdate) {
                                      "--set",     "data.test_limit=64",
                                      "--set",     "train.shuffle=false",
                                      "--set",     "train.eval_batch_size=16",
+                                     "--set",     "train.gradient_chunk=16",
                                      "--set",     "train.checkpoint=" + dir.path() + "/" + tag + ".safetensors",
                                      "--metrics", dir.path() + "/" + tag + ".jsonl"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -109,13 +112,9 @@ TEST(MicroBatchTraining, FourMicroBatchesGiveTheFullBatchUpdate) {
   for (const auto& [name, a] : full) {
     const std::vector<float>& b = split.at(name);
     const std::vector<float>& twice = w0.at(name);
-    double diff = 0, update = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      diff += std::pow(static_cast<double>(a[i]) - b[i], 2);
-      update += std::pow(static_cast<double>(a[i]) - twice[i], 2);
-    }
-    ASSERT_GT(update, 0) << name;
-    EXPECT_LE(std::sqrt(diff), 1e-4 * std::sqrt(update)) << name;
+    EXPECT_NE(a, twice) << name << " was not updated";
+    ASSERT_EQ(a.size(), b.size()) << name;
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << name;
   }
   // The allocator stayed within the budget, and the plan was honest.
   auto devices = lines_with(read_file(dir.path() + "/micro.jsonl"), "device");

@@ -60,20 +60,20 @@ TEST(Determinism, DropoutMaskIgnoresTheMicroBatchSplit) {
   }
 }
 
-TEST(GradientChunks, DenseGivesTheBitsOfOneCallPerChunk) {
-  expect_chunks_of_one_call(make_node("dense", "fc", {{300}}, {{"units", int64_t{70}}}));
-  expect_chunks_of_one_call(make_node("dense", "fc", {{3136}}, {{"units", int64_t{1024}}}));
+TEST(GradientChunks, DenseChunkCallsDoNotDependOnTheirBuffer) {
+  expect_chunk_calls_independent_of_their_buffer(make_node("dense", "fc", {{300}}, {{"units", int64_t{70}}}));
+  expect_chunk_calls_independent_of_their_buffer(make_node("dense", "fc", {{3136}}, {{"units", int64_t{1024}}}));
 }
 
-TEST(GradientChunks, Conv2dGivesTheBitsOfOneCallPerChunk) {
+TEST(GradientChunks, Conv2dChunkCallsDoNotDependOnTheirBuffer) {
   const auto k = [](int64_t v) { return AttrValue{v}; };
   // auto: the GEMM algorithm (one channel), Winograd (8 channels, 3x3), and
   // grouped strided GEMM.
-  expect_chunks_of_one_call(
+  expect_chunk_calls_independent_of_their_buffer(
       make_node("conv2d", "c", {{1, 12, 12}}, {{"filters", k(8)}, {"kernel", k(5)}, {"padding", k(2)}}));
-  expect_chunks_of_one_call(
+  expect_chunk_calls_independent_of_their_buffer(
       make_node("conv2d", "c", {{8, 9, 9}}, {{"filters", k(8)}, {"kernel", k(3)}, {"padding", k(1)}}));
-  expect_chunks_of_one_call(
+  expect_chunk_calls_independent_of_their_buffer(
       make_node("conv2d", "c", {{4, 9, 9}}, {{"filters", k(6)}, {"kernel", k(3)}, {"stride", k(2)}, {"groups", k(2)}}));
 }
 

@@ -1,6 +1,5 @@
 // Determinism checks shared by the kernel tests: a kernel's bits do not
-// depend on the pool size, and a kernel that sums its gradient chunks gives
-// the bits of one call per chunk.
+// depend on the pool size, nor a chunk's on the buffer it sits in.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -47,31 +46,30 @@ inline void expect_deterministic(const Node& node, int64_t batch) {
   expect_same_bits(one_a, two_a, "pool 1 vs pool 2");
 }
 
-// A kernel that sums its gradient chunks itself (sums_gradient_chunks) gives
-// the bits of one call per chunk, the chunks' parameter gradients added in
-// order, as the executor calls every other kernel: a batch of 40 in chunks
-// of 16, 16 and 8, on 1 and 2 threads, overwriting and accumulating. Each
-// chunk's input gradients are the whole batch's rows.
-inline void expect_chunks_of_one_call(const Node& node) {
+// The executor calls a kernel once per gradient chunk, on rows of the whole
+// batch's buffers (core/executor.h); a micro-batch or a replica calls it on
+// the same chunk in buffers of its own. Both give the same bits: the
+// outputs, the input gradients, and the parameter gradients the chunks add
+// in order. A batch of 40 in chunks of 16, 16 and 8, on 1 and 2 threads,
+// overwriting and accumulating.
+inline void expect_chunk_calls_independent_of_their_buffer(const Node& node) {
   constexpr int64_t kBatch = 40, kChunk = 16;
   for (int threads : {1, 2})
     for (bool accumulate : {false, true}) {
       OpHarness whole(node, kBatch, threads);
-      ASSERT_TRUE(whole.kernel->sums_gradient_chunks()) << node.op();
       for (size_t i = 0; i < whole.inputs.size(); ++i) fill_uniform(span_of(whole.inputs[i]), 1 + i, -1, 1);
       for (size_t i = 0; i < whole.params.size(); ++i) fill_uniform(span_of(whole.params[i]), 10 + i, -1, 1);
       fill_uniform(span_of(whole.d_output), 20, -1, 1);
       for (size_t i = 0; i < whole.d_params.size(); ++i) fill_uniform(span_of(whole.d_params[i]), 30 + i, -1, 1);
-      std::vector<Buffer> running;  // what the chunk calls leave in d_params
+      std::vector<Buffer> running;  // what the separate chunk calls leave in d_params
       for (const Buffer& b : whole.d_params) {
         running.emplace_back(b.size());
         std::copy_n(b.data(), b.size(), running.back().data());
       }
-      whole.forward();
-      whole.gradient_chunk = kChunk;
-      whole.backward(accumulate);
       for (int64_t first = 0; first < kBatch; first += kChunk) {
         const int64_t count = std::min(kChunk, kBatch - first);
+        whole.forward_rows(first, count);
+        whole.backward_rows(first, count, accumulate || first > 0);
         OpHarness part(node, count, threads);
         auto rows = [&](const Buffer& from, Buffer& to) {
           const int64_t per_sample = from.size() / kBatch;
@@ -83,10 +81,16 @@ inline void expect_chunks_of_one_call(const Node& node) {
         for (size_t i = 0; i < part.d_params.size(); ++i)
           std::copy_n(running[i].data(), running[i].size(), part.d_params[i].data());
         rows(whole.d_output, part.d_output);
+        part.ctx.sample_offset = first;
         part.forward();
         part.backward(accumulate || first > 0);
         for (size_t i = 0; i < part.d_params.size(); ++i)
           std::copy_n(part.d_params[i].data(), part.d_params[i].size(), running[i].data());
+        const int64_t out_per_sample = whole.output.size() / kBatch;
+        EXPECT_EQ(std::memcmp(part.output.data(), whole.output.data() + first * out_per_sample,
+                              static_cast<size_t>(count * out_per_sample) * sizeof(float)),
+                  0)
+            << node.op() << " output, chunk at " << first << ", " << threads << " threads";
         for (size_t i = 0; i < part.d_inputs.size(); ++i) {
           const int64_t per_sample = whole.d_inputs[i].size() / kBatch;
           EXPECT_EQ(std::memcmp(part.d_inputs[i].data(), whole.d_inputs[i].data() + first * per_sample,

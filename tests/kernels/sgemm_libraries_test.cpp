@@ -92,8 +92,8 @@ TEST_P(GemmInOneDnn, DenseGradientsPoolSizeAndChunks) {
   randomize(flipped, 3);
   expect_gradients(flipped, 53, /*flip_sign=*/true);
   expect_deterministic(make_node("dense", "fc", {{300}}, {{"units", int64_t{70}}}), 33);
-  expect_chunks_of_one_call(make_node("dense", "fc", {{300}}, {{"units", int64_t{70}}}));
-  expect_chunks_of_one_call(make_node("dense", "fc", {{784}}, {{"units", int64_t{256}}}));
+  expect_chunk_calls_independent_of_their_buffer(make_node("dense", "fc", {{300}}, {{"units", int64_t{70}}}));
+  expect_chunk_calls_independent_of_their_buffer(make_node("dense", "fc", {{784}}, {{"units", int64_t{256}}}));
 }
 
 TEST_P(GemmInOneDnn, ConvolutionsOnGemmsMatchAndKeepTheBits) {
@@ -101,12 +101,12 @@ TEST_P(GemmInOneDnn, ConvolutionsOnGemmsMatchAndKeepTheBits) {
   const Node five = conv_node(32, 14, 14, 16, 5, 2);  // the reference model's conv2, fewer filters
   for (const Node& n : {winograd, five}) expect_matches_gemm(n, 3, 8, 2, ConvAlgorithm::kWinograd);
   expect_pool_size_keeps_the_bits(five, 5, ConvAlgorithm::kWinograd);  // auto: Winograd
-  expect_chunks_of_one_call(five);
+  expect_chunk_calls_independent_of_their_buffer(five);
   const auto k = [](int64_t v) { return AttrValue{v}; };
   const Node grouped =
       make_node("conv2d", "c", {{4, 9, 9}}, {{"filters", k(6)}, {"kernel", k(3)}, {"stride", k(2)}, {"groups", k(2)}});
   expect_pool_size_keeps_the_bits(grouped, 5, ConvAlgorithm::kGemm);
-  expect_chunks_of_one_call(grouped);
+  expect_chunk_calls_independent_of_their_buffer(grouped);
   OpHarness h(grouped, 2, 1, std::make_unique<cpu::Conv2dKernel>(8, ConvAlgorithm::kGemm));
   randomize(h, 7);
   expect_gradients(h, 57);

@@ -105,24 +105,33 @@ class OpHarness {
   TensorView out() const { return output.view(output_shape()); }
 
   // relu_output: ask the kernel to fuse the relu after it (ForwardArgs).
-  void forward(bool relu_output = false) {
+  void forward(bool relu_output = false) { forward_rows(0, batch, relu_output); }
+
+  // One call on samples [first, first + count) of the buffers, as the
+  // executor calls a kernel once per gradient chunk (core/executor.h).
+  void forward_rows(int64_t first, int64_t count, bool relu_output = false) {
     std::vector<TensorView> in, par;
-    for (int i = 0; i < static_cast<int>(inputs.size()); ++i) in.push_back(input(i));
+    for (int i = 0; i < static_cast<int>(inputs.size()); ++i) in.push_back(batch_rows(input(i), first, count));
     for (int i = 0; i < static_cast<int>(params.size()); ++i) par.push_back(param(i));
-    ForwardArgs args{node, in, par, out(), ctx, relu_output};
+    const int64_t offset = ctx.sample_offset;
+    ctx.sample_offset = offset + first;
+    ForwardArgs args{node, in, par, batch_rows(out(), first, count), ctx, relu_output};
     kernel->forward(args);
+    ctx.sample_offset = offset;
   }
 
   // Like the executor: inputs/output have null data unless the schema keeps
   // them (pass_*_to_backward); d_inputs have null data where want_input_grad
   // is false.
-  void backward(bool accumulate = false) {
+  void backward(bool accumulate = false) { backward_rows(0, batch, accumulate); }
+
+  void backward_rows(int64_t first, int64_t count, bool accumulate = false) {
     std::vector<TensorView> in, par, d_in, d_par;
     for (int i = 0; i < static_cast<int>(inputs.size()); ++i) {
-      TensorView v = input(i);
+      TensorView v = batch_rows(input(i), first, count);
       if (!pass_inputs_to_backward) v.data = nullptr;
       in.push_back(v);
-      TensorView d = d_inputs[static_cast<size_t>(i)].view(input_shape(i));
+      TensorView d = batch_rows(d_inputs[static_cast<size_t>(i)].view(input_shape(i)), first, count);
       if (!want_input_grad[static_cast<size_t>(i)]) d.data = nullptr;
       d_in.push_back(d);
     }
@@ -132,10 +141,14 @@ class OpHarness {
       if (!node.params[static_cast<size_t>(i)].trained) d.data = nullptr;  // state: no gradient
       d_par.push_back(d);
     }
-    TensorView y = out();
+    TensorView y = batch_rows(out(), first, count);
     if (!pass_output_to_backward) y.data = nullptr;
-    BackwardArgs args{node, in, par, y, d_output.view(output_shape()), d_in, d_par, accumulate, ctx, gradient_chunk};
+    const int64_t offset = ctx.sample_offset;
+    ctx.sample_offset = offset + first;
+    BackwardArgs args{node, in,    par,        y,  batch_rows(d_output.view(output_shape()), first, count),
+                      d_in, d_par, accumulate, ctx};
     kernel->backward(args);
+    ctx.sample_offset = offset;
   }
 
   Node node;
@@ -145,7 +158,6 @@ class OpHarness {
   KernelContext ctx;
   std::vector<Buffer> inputs, params, d_inputs, d_params;
   Buffer output, d_output, workspace;
-  int64_t gradient_chunk = 0;         // BackwardArgs::gradient_chunk
   std::vector<bool> want_input_grad;  // default: the schema's input_gets_grad
   bool pass_inputs_to_backward;       // default: the schema's backward_needs_inputs
   bool pass_output_to_backward;       // default: the schema's backward_needs_output
