@@ -49,8 +49,8 @@ class BatchFeeder {
   // -1: all), each as micro-batches of at most `micro` samples, as even as
   // micro_batch_sizes() makes them (training only; others pass micro ==
   // batch_size). Calls on_done(index, batch,
-  // result, slot) after each batch with the losses and metrics summed over
-  // its micro-batches (each is already a share of the batch's mean); the
+  // result, slot) after each batch with its loss and metric (the workers add
+  // the micro-batches' shares of the batch's mean, chunk by chunk); the
   // outputs of a batch run as one micro-batch stay in output slot `slot`
   // until two more have been sent. After SIGINT or SIGTERM it stops at the
   // next batch boundary (the micro-batches of a step always run to its
@@ -112,8 +112,10 @@ class BatchFeeder {
       flight.pop_front();
       const Planned& p = units[static_cast<size_t>(collected++)];
       StepResult r = group_.collect();
-      sum.loss += r.loss;
-      sum.metric += r.metric;
+      // The worker adds each micro-batch's loss to the earlier ones' (the
+      // chunks in order, Executor::scalar): the last holds the batch's.
+      sum.loss = r.loss;
+      sum.metric = r.metric;
       sum.compute_seconds += r.compute_seconds;
       if (!r.param_stats.empty()) sum.param_stats = std::move(r.param_stats);
       if (p.micro + 1 == p.micros) {

@@ -79,6 +79,7 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
   external_.assign(n, false);
   alias_of_.assign(nt, -1);
   relu_into_.assign(n, false);
+  scalars_.assign(n, 0.0f);
   buffers_.resize(nt);
 }
 
@@ -341,7 +342,7 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
       }
     }
     switch (ins.kind) {
-      case InstrKind::kForward: run_kernel_forward(ins, batch, ctx); break;
+      case InstrKind::kForward: run_kernel_forward(ins, batch, ctx, info.continues_step); break;
       case InstrKind::kBackward: run_kernel_backward(ins, batch, ctx, accumulate); break;
       case InstrKind::kSumGrads: {
         TensorView out = view(ins.out[0], batch);
@@ -460,11 +461,10 @@ void Executor::record(const Instr& ins, int64_t batch, double seconds) {
 }
 
 bool Executor::runs_by_chunk(const Node& node, int64_t batch, bool training) const {
-  return training && gradient_chunk_ > 0 && batch > gradient_chunk_ && !node.schema->couples_samples &&
-         !node.schema->batch_reduced();
+  return training && gradient_chunk_ > 0 && batch > gradient_chunk_ && !node.schema->couples_samples;
 }
 
-void Executor::run_kernel_forward(const Instr& ins, int64_t batch, KernelContext& ctx) {
+void Executor::run_kernel_forward(const Instr& ins, int64_t batch, KernelContext& ctx, bool continues_step) {
   const Node& node = graph_.node(ins.node);
   std::vector<TensorView> inputs, params;
   for (int t : ins.in) inputs.push_back(view(t, batch));
@@ -472,17 +472,28 @@ void Executor::run_kernel_forward(const Instr& ins, int64_t batch, KernelContext
     params.push_back(params_[static_cast<size_t>(pi)].value_view());
   OpKernel& kernel = *kernels_[static_cast<size_t>(ins.node)];
   const bool relu = relu_into_[static_cast<size_t>(ins.node)];
+  const bool reduced = node.schema->batch_reduced();  // a loss or metric: one value for the batch
   const TensorView out = view(ins.out[0], batch);
+  float& value = scalars_[static_cast<size_t>(ins.node)];
+  // The chunk's value added to the step's (a loss or metric), one float
+  // addition at a time, in chunk order.
+  auto fold = [&](bool first_of_step) {
+    float v = 0;
+    memory_->copy_to_host(&v, out.data, sizeof v);
+    value = first_of_step ? v : value + v;
+  };
   if (!runs_by_chunk(node, batch, ctx.training)) {
     kernel.forward(ForwardArgs{node, inputs, params, out, ctx, relu});
+    if (reduced) fold(!continues_step);
     return;
   }
   std::vector<TensorView> chunk_inputs(inputs);
   const int64_t offset = ctx.sample_offset;
-  for_each_gradient_chunk(batch, gradient_chunk_, false, [&](int64_t first, int64_t count, bool) {
+  for_each_gradient_chunk(batch, gradient_chunk_, continues_step, [&](int64_t first, int64_t count, bool add) {
     for (size_t k = 0; k < inputs.size(); ++k) chunk_inputs[k] = batch_rows(inputs[k], first, count);
     ctx.sample_offset = offset + first;
-    kernel.forward(ForwardArgs{node, chunk_inputs, params, batch_rows(out, first, count), ctx, relu});
+    kernel.forward(ForwardArgs{node, chunk_inputs, params, reduced ? out : batch_rows(out, first, count), ctx, relu});
+    if (reduced) fold(!add);
   });
   ctx.sample_offset = offset;
 }
@@ -524,8 +535,11 @@ void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContex
     for (size_t k = 0; k < inputs.size(); ++k) chunk_inputs[k] = batch_rows(inputs[k], first, count);
     for (size_t k = 0; k < d_inputs.size(); ++k) chunk_d_inputs[k] = batch_rows(d_inputs[k], first, count);
     ctx.sample_offset = offset + first;
-    kernel.backward(BackwardArgs{node, chunk_inputs, params, batch_rows(out, first, count),
-                                 batch_rows(d_out, first, count), chunk_d_inputs, d_params, add, ctx});
+    // A loss's output and its gradient are one value for the batch.
+    const bool reduced = node.schema->batch_reduced();
+    kernel.backward(BackwardArgs{node, chunk_inputs, params, reduced ? out : batch_rows(out, first, count),
+                                 reduced ? d_out : batch_rows(d_out, first, count), chunk_d_inputs, d_params, add,
+                                 ctx});
   });
   ctx.sample_offset = offset;
 }
@@ -566,12 +580,6 @@ void Executor::apply_optimizer(int64_t step) {
     seconds = timer_->collect().at(static_cast<size_t>(interval));
   }
   profile_.add("optimizer", ProfileDirection::kOptimizer, seconds, 0, optimizer_->implementation());
-}
-
-float Executor::scalar(int node) const {
-  float v = 0;
-  memory_->copy_to_host(&v, view(node, 1).data, sizeof v);
-  return v;
 }
 
 }  // namespace devmap

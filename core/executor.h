@@ -40,6 +40,9 @@ struct StepInfo {
   int64_t batch_total = 0;    // samples in the whole step
   bool training = false;
   int micro = 0;  // micro-batch within the step (the tag of its cut-edge tensors)
+  // A micro-batch after the first of the same step or batch: the losses and
+  // metrics computed here add to the earlier micro-batches' (scalar()).
+  bool continues_step = false;
 };
 
 // One parameter tensor of one op, named "op.param" (as in checkpoints).
@@ -109,8 +112,13 @@ class Executor {
   // One optimizer update of every parameter; step is 1-based.
   void apply_optimizer(int64_t step);
 
-  // The scalar output of a loss or metric op after forward().
-  float scalar(int node) const;
+  // The value of a loss or metric op after forward(): its gradient chunks'
+  // values (each the chunk's share of the step, rounded to float) added in
+  // chunk order, one float addition at a time, after those of the step's
+  // earlier micro-batches when StepInfo::continues_step. So a step has the
+  // same loss bits whole, as micro-batches of whole chunks, pipelined, or
+  // (with the replicas' ordered sum) as replicas of one chunk each.
+  float scalar(int node) const { return scalars_[static_cast<size_t>(node)]; }
   // Copies of a parameter's value or gradient in host memory (the gradient
   // of state, ParamSpec::trained false, reads as zeros).
   void read_parameter(const Parameter& p, std::vector<float>& value, std::vector<float>* grad = nullptr) const;
@@ -179,7 +187,7 @@ class Executor {
   void run(const std::vector<Instr>& instrs, int begin, int end, int64_t batch, const StepInfo& info, bool accumulate);
   void copy_staged_inputs(int64_t batch);
   void copy_staged_outputs(int64_t batch);
-  void run_kernel_forward(const Instr& ins, int64_t batch, KernelContext& ctx);
+  void run_kernel_forward(const Instr& ins, int64_t batch, KernelContext& ctx, bool continues_step);
   void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
   // Whether a pass of `batch` samples calls `node`'s kernel once per
   // gradient chunk (set_gradient_chunk).
@@ -250,6 +258,7 @@ class Executor {
   std::vector<FusedRelu> fused_;  // set in reserve
   std::vector<int> alias_of_;     // per tensor: the tensor whose buffer it is (a fused relu's conv2d), or -1
   std::vector<bool> relu_into_;   // per node: a conv2d that writes its fused relu's output
+  std::vector<float> scalars_;    // per node: a loss's or metric's value (scalar())
   std::vector<int> staged_inputs_, staged_outputs_;  // external ops behind staging buffers (set in reserve)
   DeviceBuffer workspace_;
   std::vector<const float*> parts_;  // kSumGrads scratch

@@ -72,7 +72,7 @@ static_assert(sizeof(Ready) == 112 && std::is_trivially_copyable_v<Ready>);
 enum StepFlags : uint32_t {
   kTrain = 1u << 0,       // forward + backward + optimizer update (else forward only)
   kParamStats = 1u << 1,  // append a ParamStat per parameter to StepDone
-  kAccumulate = 1u << 2,  // training micro-batch after the first: add to the step's parameter gradients
+  kAccumulate = 1u << 2,  // training micro-batch after the first: add to the step's gradients, loss and metric
   kNoUpdate = 1u << 3,    // training micro-batch before the last: no optimizer update yet
   kTrace = 1u << 4,       // record this step's timeline and send it in StepDone's tail (--trace)
   kUpdateOnly = 1u << 5,  // only the optimizer update of `step`, from the gradients the parameters hold

@@ -405,6 +405,7 @@ class Worker {
     bind_slots(s.slot, s.slot);
     const bool train = (s.flags & wire::kTrain) != 0;
     StepInfo info{s.step, s.sample_offset, s.batch_total, train};
+    info.continues_step = (s.flags & wire::kAccumulate) != 0;  // losses add to the earlier micro-batches'
     exec_->forward(s.batch, info);
     if (loss_node_ >= 0 && exec_->is_local(loss_node_)) done.loss = exec_->scalar(loss_node_);
     if (metric_node_ >= 0 && exec_->is_local(metric_node_)) done.metric = exec_->scalar(metric_node_);
@@ -430,6 +431,7 @@ class Worker {
       const auto m = static_cast<size_t>(a.micro);
       exec_->use_set(a.set);
       StepInfo info{s.step, train ? offsets[m] : 0, train ? s.batch_total : sizes[m], train, a.micro};
+      info.continues_step = train && a.micro > 0;  // the step's loss adds up over its micro-batches
       if (!a.backward && a.segment == 0) {
         const uint32_t slot = (s.slot + static_cast<uint32_t>(a.micro)) % plan_.layout.slots;
         bind_slots(slot, output_segment_ ? (s.slot + static_cast<uint32_t>(a.micro)) % plan_.output_layout.slots : 0);
@@ -443,11 +445,11 @@ class Worker {
       }
       if (a.last_of_micro) exec_->finish_micro(info);
     }
-    // The step's loss: the micro-batches' shares added in order, as the
-    // coordinator adds lock-step micro-batches.
-    for (const wire::MicroResult& r : results) {
-      done.loss += r.loss;
-      done.metric += r.metric;
+    // Training: the step's loss, its micro-batches' chunks added in order
+    // (Executor::scalar), as after the last; otherwise each batch's own.
+    if (train && !results.empty()) {
+      done.loss = results.back().loss;
+      done.metric = results.back().metric;
     }
     return results;
   }

@@ -15,9 +15,11 @@ float32 implementation that sums in another order can stay within a fixed
 
 - the first `--exact-steps` steps' losses (before rounding has been
   amplified) within `--chaos-factor` times float32's own distance on those
-  steps: the larger of PyTorch float32's distance from its float64 run and
-  from its own float32 run with each micro-batch's samples in reverse order
-  (the same numbers summed in another order);
+  steps: the largest of PyTorch float32's distance from its float64 run,
+  from its own float32 run with each micro-batch's samples in reverse order,
+  and of devmap with every GEMM in OpenBLAS from devmap with every GEMM in
+  oneDNN (the same numbers summed in other orders; on an AVX2 CPU the two
+  libraries' runs differ by 1e-5 where PyTorch's stay within 1e-7);
 - over all steps, devmap's largest relative distance from PyTorch's float64
   run at most `--chaos-factor` times PyTorch float32's own (plus rtol), for
   the losses and for the running statistics (running_mean, running_var)
@@ -121,20 +123,33 @@ def main():
 
     tmpdir = tempfile.TemporaryDirectory()
     tmp = tmpdir.name
-    metrics, weights = f"{tmp}/m.jsonl", f"{tmp}/model.safetensors"
+    weights = f"{tmp}/model.safetensors"
     budget = ["--set", f"devices.cpu:0.memory_limit={a.memory_limit}"] if a.memory_limit else []
-    run = subprocess.run([a.coordinator, "train", a.config, "--metrics", metrics, "--log-every", "1",
-                    "--set", f"train.seed={a.seed}", "--set", f"train.batch_size={a.batch}",
-                    "--set", f"train.max_steps={a.steps}", "--set", f"data.train_limit={limit}",
-                    "--set", "data.test_limit=10", "--set", "devices.cpu:0.threads=1",
-                    "--set", "train.optimizer.type=momentum", "--set", f"train.optimizer.learning_rate={lr}",
-                    "--set", f"train.optimizer.momentum={momentum}", "--set", f"train.optimizer.weight_decay={decay}",
-                    "--set", "train.optimizer.schedule.type=cosine",
-                    "--set", "train.optimizer.schedule.min_learning_rate=0",
-                    "--set", f"train.optimizer.schedule.warmup_steps={warmup}",
-                          "--set", f"train.checkpoint={weights}"] + gemm + budget,
-                         check=True, stderr=subprocess.PIPE, text=True, cwd=tmp)
-    ours = [json.loads(l)["loss"] for l in open(metrics) if json.loads(l)["event"] == "step"]
+
+    def train_devmap(name, gemm_library=None):
+        """devmap's run: (losses, stderr); gemm_library sets DEVMAP_GEMM."""
+        metrics = f"{tmp}/{name}.jsonl"
+        env = dict(os.environ, **({"DEVMAP_GEMM": gemm_library} if gemm_library else {}))
+        run = subprocess.run([a.coordinator, "train", a.config, "--metrics", metrics, "--log-every", "1",
+                              "--set", f"train.seed={a.seed}", "--set", f"train.batch_size={a.batch}",
+                              "--set", f"train.max_steps={a.steps}", "--set", f"data.train_limit={limit}",
+                              "--set", "data.test_limit=10", "--set", "devices.cpu:0.threads=1",
+                              "--set", "train.optimizer.type=momentum",
+                              "--set", f"train.optimizer.learning_rate={lr}",
+                              "--set", f"train.optimizer.momentum={momentum}",
+                              "--set", f"train.optimizer.weight_decay={decay}",
+                              "--set", "train.optimizer.schedule.type=cosine",
+                              "--set", "train.optimizer.schedule.min_learning_rate=0",
+                              "--set", f"train.optimizer.schedule.warmup_steps={warmup}",
+                              "--set", f"train.checkpoint={tmp}/{name}.safetensors"] + gemm + budget,
+                             check=True, stderr=subprocess.PIPE, text=True, cwd=tmp, env=env)
+        return [json.loads(l)["loss"] for l in open(metrics) if json.loads(l)["event"] == "step"], run
+
+    ours, run = train_devmap("model")
+    # The same steps with every GEMM in each of devmap's two libraries: two
+    # float32 orders of the same sums, as this CPU's OpenBLAS and oneDNN round them.
+    in_openblas, _ = train_devmap("openblas", "openblas")
+    in_onednn, _ = train_devmap("onednn", "onednn")
     # The step's micro-batches, as devmap split it (split_evenly: the larger first).
     split = re.search(r"running (\d+) micro-batches", run.stderr)
     count = int(split.group(1)) if split else 1
@@ -190,14 +205,17 @@ def main():
 
     n_exact = min(a.exact_steps, len(ours))
     first = max(rel(o, t) for o, t in zip(ours[:n_exact], theirs[:n_exact]))
-    own = max(max(rel(t, e), rel(r, t)) for t, e, r in zip(theirs[:n_exact], exact[:n_exact], reordered[:n_exact]))
+    own = max(max(rel(t, e), rel(r, t), rel(o, d))
+              for t, e, r, o, d in zip(theirs[:n_exact], exact[:n_exact], reordered[:n_exact],
+                                       in_openblas[:n_exact], in_onednn[:n_exact]))
     ours_drift = max(rel(o, e) for o, e in zip(ours, exact))
     theirs_drift = max(rel(t, e) for t, e in zip(theirs, exact))
     show = range(len(ours)) if os.environ.get("DEVMAP_VERBOSE") else (0, 1, 2, len(ours) // 2, len(ours) - 1)
     for s in show:
         print(f"step {s + 1}: devmap {ours[s]:.7f}  pytorch {theirs[s]:.7f}  pytorch float64 {exact[s]:.7f}")
     print(f"steps 1-{n_exact}: worst relative difference from PyTorch {first:.2e} (allowed {a.chaos_factor:g}x "
-          f"float32's own {own:.2e}: PyTorch float32 from float64 or from its run in another order)")
+          f"float32's own {own:.2e}: PyTorch float32 from float64 or from its run in another order, or devmap "
+          f"with every GEMM in OpenBLAS from devmap with every GEMM in oneDNN)")
     print(f"{len(ours)} steps: largest relative distance from PyTorch float64: devmap {ours_drift:.2e}, "
           f"PyTorch float32 {theirs_drift:.2e} (allowed {a.chaos_factor:g}x + {a.rtol:.0e})")
     ok = len(ours) == a.steps and first <= a.chaos_factor * own and ours_drift <= a.chaos_factor * theirs_drift + a.rtol
