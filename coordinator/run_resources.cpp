@@ -1,6 +1,5 @@
 #include "coordinator/run_resources.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/file.h>
@@ -16,6 +15,7 @@
 
 #include "coordinator/stale_runs.h"
 #include "core/error.h"
+#include "transport/run_cleanup.h"
 #include "transport/run_names.h"
 
 extern char** environ;
@@ -65,6 +65,7 @@ RunResources::RunResources() : run_id_(make_run_id()), dir_(temp_root() + "/devm
     ::close(lock_fd_);
     throw_runtime("cannot create run directory " + dir_ + ": " + std::strerror(err));
   }
+  mark_run_dir(dir_, run_id_);
   start_guard();
 }
 
@@ -103,15 +104,8 @@ void RunResources::start_guard() {
 }
 
 RunResources::~RunResources() {
-  // Remove whatever sockets the run left in its private directory, then it.
-  if (DIR* d = ::opendir(dir_.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name != "." && name != "..") ::unlink((dir_ + "/" + name).c_str());
-    }
-    ::closedir(d);
-  }
-  ::rmdir(dir_.c_str());
+  // The sockets the run left in its folder, its marker, then the folder.
+  remove_run_dir(dir_, run_id_);
   // Last: until the lock file goes, a sweep leaves the run's names alone.
   ::unlink(run_lock_path(run_id_).c_str());
   ::close(lock_fd_);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "transport/run_cleanup.h"
 #include "transport/shm_segment.h"
 
 namespace devmap {
@@ -47,7 +48,7 @@ std::string run_lock_path(const std::string& run_id, const std::string& shm_dir)
 bool run_over(const std::string& run_id, const std::string& shm_dir) {
   const int pid = run_owner_pid("devmap-" + run_id);
   const int fd = ::open(run_lock_path(run_id, shm_dir).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return pid_gone(pid);
+  if (fd < 0) return false;  // no lock file here: no proof (a run of another /dev/shm, or not a run)
   const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
   ::close(fd);
   // Unheld with a live pid: a run between creating its lock file and
@@ -62,7 +63,7 @@ std::vector<std::string> remove_stale_runs(const std::string& shm_dir, const std
   for (const auto& entry : fs::directory_iterator(shm_dir, ec)) {
     std::string name = entry.path().filename().string();
     const std::string id = run_id_of(name);
-    if (id.empty() ? !pid_gone(run_owner_pid(name)) : !run_over(id, shm_dir)) continue;
+    if (id.empty() || !run_over(id, shm_dir)) continue;
     if (!id.empty() && entry.path().string() == run_lock_path(id, shm_dir)) {
       locks.push_back(name);
       continue;
@@ -77,8 +78,9 @@ std::vector<std::string> remove_stale_runs(const std::string& shm_dir, const std
   for (const auto& entry : fs::directory_iterator(tmp, ec)) {
     std::string name = entry.path().filename().string();
     const std::string id = run_id_of(name);
-    if (!entry.is_directory(ec) || (id.empty() ? !pid_gone(run_owner_pid(name)) : !run_over(id, shm_dir))) continue;
-    if (fs::remove_all(entry.path(), ec) > 0) removed.push_back(entry.path().string());
+    if (id.empty() || name != "devmap-" + id || !is_run_dir(entry.path().string(), id) || !run_over(id, shm_dir))
+      continue;
+    if (remove_run_dir(entry.path().string(), id)) removed.push_back(entry.path().string());
   }
   for (const std::string& name : locks)
     if (ShmSegment::remove(name)) removed.push_back(shm_dir + "/" + name);

@@ -1,12 +1,16 @@
 // Cleans what crashed runs left behind: shared-memory segments
-// (/dev/shm/devmap-<pid>-<id>-*) and run directories ($TMPDIR/devmap-<pid>-<id>)
-// of runs that are over. A run holds an advisory lock (flock) on its lock
-// file /dev/shm/devmap-<pid>-<id>-lock for its whole life (RunResources), so
+// (/dev/shm/devmap-<pid>-<id>-*) and run folders ($TMPDIR/devmap-<pid>-<id>)
+// of runs that are over, and nothing without proof that it is a run's. A
+// run holds an advisory lock (flock) on its lock file
+// /dev/shm/devmap-<pid>-<id>-lock for its whole life (RunResources), so
 // liveness does not depend on pids: a run in another PID namespace that
 // shares /dev/shm (a container) is alive while it holds its lock. A run is
-// over when its lock file is held by no one and its pid is not a live
-// process here, or, for names without a lock file (an older devmap), when
-// its pid is gone. A live run is never touched, so concurrent runs are safe.
+// over when its lock file exists, is held by no one, and its pid is not a
+// live process here. Without the lock file nothing of the run is touched (a
+// run of another namespace with its own /dev/shm, a user's folder that only
+// looks like a run's name). A folder goes only when it carries the run's
+// marker, and then only what the run makes in it (transport/run_cleanup.h).
+// A live run is never touched, so concurrent runs are safe.
 #pragma once
 
 #include <string>

@@ -1,7 +1,14 @@
 #include "transport/run_cleanup.h"
 
-#include <filesystem>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "transport/run_names.h"
 #include "transport/shm_segment.h"
 
 namespace devmap {
@@ -16,8 +23,48 @@ std::vector<std::string> remove_run_files(const std::string& segment_prefix, con
       std::string name = entry.path().filename().string();
       if (name.rfind(segment_prefix, 0) == 0 && ShmSegment::remove(name)) removed.push_back(entry.path().string());
     }
-  if (!run_dir.empty() && fs::remove_all(run_dir, ec) > 0) removed.push_back(run_dir);
+  // The prefix is "devmap-<run id>-".
+  const std::string run_id = segment_prefix.size() > 8 ? segment_prefix.substr(7, segment_prefix.size() - 8) : "";
+  if (!run_dir.empty() && !run_id.empty() && remove_run_dir(run_dir, run_id)) removed.push_back(run_dir);
   return removed;
+}
+
+void mark_run_dir(const std::string& dir, const std::string& run_id) {
+  std::ofstream(run_marker_path(dir), std::ios::trunc) << run_id;
+}
+
+bool is_run_dir(const std::string& dir, const std::string& run_id) {
+  const std::string base = dir.substr(dir.find_last_of('/') + 1);
+  struct stat st {};
+  if (base != "devmap-" + run_id || ::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  const std::string marker = run_marker_path(dir);
+  if (::lstat(marker.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 64) return false;
+  std::ifstream in(marker);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text == run_id;
+}
+
+bool remove_run_dir(const std::string& dir, const std::string& run_id) {
+  if (!is_run_dir(dir, run_id)) return false;
+  // The run makes sockets (*.sock) and its marker in the folder, nothing
+  // else: those go; anything else keeps the folder and what it holds.
+  const std::string marker_name = run_marker_path("").substr(1);
+  bool others = false;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name, path = dir + "/" + name;
+      struct stat st {};
+      if (name == "." || name == ".." || name == marker_name || ::lstat(path.c_str(), &st) != 0) continue;
+      if (S_ISSOCK(st.st_mode) && name.ends_with(".sock"))
+        ::unlink(path.c_str());
+      else
+        others = true;
+    }
+    ::closedir(d);
+  }
+  if (others) return false;
+  ::unlink(run_marker_path(dir).c_str());  // last: until it goes, the folder is recognisably the run's
+  return ::rmdir(dir.c_str()) == 0;
 }
 
 }  // namespace devmap

@@ -24,4 +24,11 @@ inline std::string data_socket_path(const std::string& run_dir, const std::strin
   return run_dir + "/data-" + safe + ".sock";
 }
 
+// The file a run writes into its socket folder when it makes it, holding
+// the run id: the proof that a folder named devmap-<run id> is a run's own
+// (transport/run_cleanup.h removes nothing else).
+inline std::string run_marker_path(const std::string& run_dir) {
+  return run_dir + "/devmap-run";
+}
+
 }  // namespace devmap

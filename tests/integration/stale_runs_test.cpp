@@ -1,15 +1,21 @@
-// Leftovers of a crashed run are removed once their owner is gone, and
-// never while it lives.
+// Leftovers of a crashed run are removed once their owner is gone, never
+// while it lives, and nothing without proof of being a run's.
 #include "coordinator/stale_runs.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "tests/support/run_process.h"
+#include "transport/run_cleanup.h"
 #include "transport/shm_segment.h"
 
 namespace devmap::testing {
@@ -36,27 +42,93 @@ TEST(StaleRuns, OwnerPidIsReadFromTheRunName) {
   EXPECT_EQ(run_owner_pid("other-1234-x"), -1);
 }
 
+// A folder as a crashed run leaves it: its marker and a socket.
+std::string crashed_run_folder(const std::string& tmp, const std::string& run_id) {
+  const std::string dir = tmp + "/devmap-" + run_id;
+  std::filesystem::create_directories(dir);
+  mark_run_dir(dir, run_id);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string sock = dir + "/control.sock";
+  std::strncpy(addr.sun_path, sock.c_str(), sizeof addr.sun_path - 1);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << sock;
+  ::close(fd);
+  return dir;
+}
+
+// A lock file as a crashed run leaves it: present, held by no one.
+void leave_lock(const std::string& run_id) {
+  const int fd = ::open(run_lock_path(run_id).c_str(), O_RDWR | O_CREAT, 0600);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+}
+
 TEST(StaleRuns, ASegmentIsRemovedOnlyOnceItsOwnerIsGone) {
   TempDir tmp;
-  std::string dead = "devmap-" + std::to_string(dead_pid()) + "-00000000deadbeef-input";
+  const std::string dead_id = std::to_string(dead_pid()) + "-00000000deadbeef";
+  std::string dead = "devmap-" + dead_id + "-input";
   std::string live = "devmap-" + std::to_string(::getpid()) + "-00000000cafef00d-input";
   {
     ShmSegment a = ShmSegment::create(dead, 64), b = ShmSegment::create(live, 64);
     // Leak both names, as a crashed run would.
-    std::string dir = tmp.path() + "/devmap-" + std::to_string(dead_pid()) + "-00000000deadbeef";
-    std::filesystem::create_directories(dir);
-    { std::ofstream(dir + "/control.sock") << ""; }
+    const std::string dir = crashed_run_folder(tmp.path(), dead_id);
+    leave_lock(dead_id);
     auto removed = remove_stale_runs("/dev/shm", tmp.path());
     EXPECT_FALSE(shm_exists(dead)) << "the dead owner's segment must go";
+    EXPECT_FALSE(shm_exists("devmap-" + dead_id + "-lock")) << "and its lock file";
     EXPECT_TRUE(shm_exists(live)) << "a live owner's segment must stay";
-    EXPECT_FALSE(std::filesystem::exists(dir)) << "the dead owner's socket directory must go";
-    // The socket directory, and the dead segment unless a run of a test
-    // beside this one swept it first (every run sweeps at its start): the
-    // checks above hold either way.
+    EXPECT_FALSE(std::filesystem::exists(dir)) << "the dead owner's socket folder must go";
+    // The socket folder, the segment and the lock, unless a run of a test
+    // beside this one swept them first (every run sweeps at its start).
     EXPECT_GE(removed.size(), 1u);
-    EXPECT_LE(removed.size(), 2u);
+    EXPECT_LE(removed.size(), 3u);
   }  // the live segment's owner (this test) removes it here
   EXPECT_FALSE(shm_exists(live));
+}
+
+// Nothing without proof of being a run's own goes: a user's folder whose
+// name only looks like a run's, a run's folder without its marker, one
+// whose marker names another run, one whose run has no lock file here (a
+// run of another PID namespace with its own /dev/shm), a link to a folder,
+// and from a run's folder anything the run did not make (with it, the
+// folder stays).
+TEST(StaleRuns, NothingWithoutProofOfBeingARunsIsRemoved) {
+  TempDir tmp;
+  namespace fs = std::filesystem;
+  const std::string pid = std::to_string(dead_pid());
+  const std::string user = tmp.path() + "/devmap-2026-12-06-results";
+  fs::create_directories(user);
+  { std::ofstream(user + "/w.safetensors") << "weights"; }
+  const std::string unmarked_id = pid + "-0000000000000001", unmarked = tmp.path() + "/devmap-" + unmarked_id;
+  fs::create_directories(unmarked);
+  { std::ofstream(unmarked + "/notes.txt") << "mine"; }
+  leave_lock(unmarked_id);
+  const std::string other_id = pid + "-0000000000000002", other = crashed_run_folder(tmp.path(), other_id);
+  { std::ofstream(other + "/devmap-run", std::ios::trunc) << pid + "-0000000000000009"; }
+  leave_lock(other_id);
+  const std::string foreign_id = pid + "-0000000000000003";  // no lock file in this /dev/shm
+  const std::string foreign = crashed_run_folder(tmp.path(), foreign_id);
+  const std::string kept_id = pid + "-0000000000000004", kept = crashed_run_folder(tmp.path(), kept_id);
+  fs::create_directories(kept + "/results");
+  { std::ofstream(kept + "/results/model.safetensors") << "weights"; }
+  leave_lock(kept_id);
+  const std::string target_id = pid + "-0000000000000005", target = crashed_run_folder(tmp.path(), target_id);
+  fs::rename(target, tmp.path() + "/elsewhere");
+  fs::create_directory_symlink(tmp.path() + "/elsewhere", target);
+  leave_lock(target_id);
+
+  const auto removed = remove_stale_runs("/dev/shm", tmp.path());
+  for (const std::string& p : removed) EXPECT_EQ(p.find(tmp.path()), std::string::npos) << p << " was removed";
+  EXPECT_TRUE(fs::exists(user + "/w.safetensors"));
+  EXPECT_TRUE(fs::exists(unmarked + "/notes.txt"));
+  EXPECT_TRUE(fs::exists(other + "/control.sock"));
+  EXPECT_TRUE(fs::exists(foreign + "/control.sock"));
+  EXPECT_TRUE(fs::exists(tmp.path() + "/elsewhere/control.sock"));
+  // From the run's own folder only its sockets went; the user's results stay.
+  EXPECT_TRUE(fs::exists(kept + "/results/model.safetensors"));
+  EXPECT_FALSE(fs::exists(kept + "/control.sock"));
+  for (const std::string& id : {unmarked_id, other_id, kept_id, target_id}) ::unlink(run_lock_path(id).c_str());
 }
 
 }  // namespace
