@@ -1,6 +1,7 @@
 #include "coordinator/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,8 +15,20 @@ namespace devmap {
 
 namespace fs = std::filesystem;
 
+bool AtomicFile::renames_into_place(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode);
+}
+
 AtomicFile::AtomicFile(std::string path, std::string what)
     : path_(std::move(path)), what_(std::move(what)), tmp_(path_ + ".tmp-" + std::to_string(::getpid())) {
+  if (!renames_into_place(path_)) {
+    // A device, a FIFO, a link (/dev/stdout): written where it is.
+    tmp_.clear();
+    out_.open(path_, std::ios::out | std::ios::binary);
+    if (!out_) throw_invalid("cannot write " + what_ + " to '" + path_ + "': " + std::strerror(errno));
+    return;
+  }
   fs::path p(path_);
   std::error_code ec;
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
@@ -29,15 +42,20 @@ AtomicFile::AtomicFile(std::string path, std::string what)
 AtomicFile::~AtomicFile() {
   if (!committed_) {
     out_.close();
-    ::unlink(tmp_.c_str());
+    if (!tmp_.empty()) ::unlink(tmp_.c_str());
   }
 }
 
 void AtomicFile::commit() {
   out_.flush();
   const int write_errno = errno;
-  if (!out_) throw_runtime("writing " + what_ + " to '" + tmp_ + "' failed: " + std::strerror(write_errno));
+  const std::string& written = tmp_.empty() ? path_ : tmp_;
+  if (!out_) throw_runtime("writing " + what_ + " to '" + written + "' failed: " + std::strerror(write_errno));
   out_.close();
+  if (tmp_.empty()) {  // written in place
+    committed_ = true;
+    return;
+  }
   int fd = ::open(tmp_.c_str(), O_RDONLY);
   if (fd < 0 || ::fsync(fd) != 0) {
     const int err = errno;

@@ -2,6 +2,9 @@
 // goes to "<path>.tmp-<pid>" beside it; commit() flushes, fsyncs and renames
 // it over `path`. Destroyed uncommitted (a failure, an interruption), it
 // removes the temporary file, so the old file at `path` stays as it was.
+// Only a regular file (or no file) is renamed over: a character device
+// (/dev/null), a FIFO or a link (/dev/stdout) is written where it is, and
+// stays what it is.
 #pragma once
 
 #include <fstream>
@@ -24,10 +27,14 @@ class AtomicFile {
   // Throws devmap::Error (kRuntime) with the system's reason when a write
   // failed or the file cannot be renamed into place.
   void commit();
+  // Empty when the file is written in place (renames_into_place false).
   const std::string& temporary_path() const { return tmp_; }
 
   // Removes "<path>.tmp-<pid>" files left by processes that are gone.
   static void remove_stale(const std::string& path);
+  // Whether `path` is written through a temporary file renamed over it:
+  // no file, or a regular file (not through a link).
+  static bool renames_into_place(const std::string& path);
 
  private:
   std::string path_, what_, tmp_;

@@ -9,12 +9,18 @@
 #include "coordinator/placement_dot.h"
 #include "coordinator/plan_report.h"
 #include "coordinator/predict_job.h"
+#include "coordinator/run_outputs.h"
 #include "coordinator/session.h"
 #include "coordinator/step_costs.h"
 
 namespace devmap {
 
 int run_plan(const Config& config, const PlanOptions& options) {
+  // Its outputs never replace what it reads or what other runs wrote.
+  RunFiles files = plan_files(config, options.run);
+  if (!options.dot_path.empty()) files.outputs.push_back({"--dot", options.dot_path});
+  if (!options.emit_map_path.empty()) files.outputs.push_back({"--emit-map", options.emit_map_path});
+  check_run_files(files);
   const bool training = config.job != "predict";
   Graph graph = config.graph;
   std::vector<int> outputs;

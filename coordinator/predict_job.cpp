@@ -95,7 +95,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   const RunOutputs outputs = resolve_run_outputs(config, options, /*training=*/false);
   if (writes) {
     // Nothing is read or written before every output is known to be safe.
-    RunFiles files = run_files(config, outputs);
+    RunFiles files = run_files(config, outputs, options);
     files.inputs.push_back({"weights", po.weights});
     files.inputs.push_back({"input", po.input});
     files.outputs.push_back({"output", po.output});

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "coordinator/step_costs.h"
 #include "core/error.h"
 
 namespace devmap {
@@ -91,6 +92,25 @@ void check_writable(const RunFile& out) {
   ::unlink(probe.c_str());
 }
 
+// What an existing file with this name holds, for the files an output of
+// another kind must never replace (weights, configs, caches); empty: a file
+// any output may replace.
+std::string kind_held(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".safetensors") return "weights";
+  if (ext == ".yaml" || ext == ".yml") return "a config";
+  if (ext == ".tsv") return "a table (calibration and peak caches are .tsv)";
+  if (ext == ".gz" || ext == ".npy" || ext == ".npz" || ext == ".idx") return "data";
+  return "";
+}
+
+// Whether output `role` writes files of kind `kind` (kind_held).
+bool role_writes(const std::string& role, const std::string& kind) {
+  if (kind == "weights") return role == "train.checkpoint";
+  if (kind == "a config") return role == "resolved config" || role == "--emit-map";
+  return false;
+}
+
 }  // namespace
 
 void check_run_files(const RunFiles& files) {
@@ -109,15 +129,33 @@ void check_run_files(const RunFiles& files) {
         throw_invalid(quoted(out) + " is the same file as " + quoted(other) +
                       ": one would overwrite the other; name another file");
     }
+  }
+  // Then what each output would replace.
+  for (const RunFile& out : files.outputs) {
+    struct stat st {};
+    if (out.role == "train.checkpoint" && ::lstat(out.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw_invalid(quoted(out) +
+                    " is not a regular file: a checkpoint is written beside it and renamed into its "
+                    "place, which would replace it; name a file");
+    if (const std::string kind = kind_held(out.path);
+        !kind.empty() && fs::is_regular_file(out.path, ec) && !role_writes(out.role, kind))
+      throw_invalid(quoted(out) + " exists and its name says it holds " + kind + ", which " + out.role +
+                    " would replace: name another file");
     check_writable(out);
   }
 }
 
-RunFiles run_files(const Config& config, const RunOutputs& outputs) {
-  RunFiles f;
-  f.inputs.push_back({"config", config.path});
+RunFiles run_files(const Config& config, const RunOutputs& outputs, const RunOptions& options) {
+  RunFiles f = plan_files(config, options);
   f.outputs.push_back({"metrics file", outputs.metrics});
   f.outputs.push_back({"resolved config", outputs.config_copy});
+  return f;
+}
+
+RunFiles plan_files(const Config& config, const RunOptions& options) {
+  RunFiles f;
+  f.inputs.push_back({"config", config.path});
+  f.inputs.push_back({"calibration cache", calibration_path(options)});
   return f;
 }
 

@@ -41,15 +41,22 @@ struct RunFiles {
 
 // Checks every output before a run starts: it is not a folder, it is not
 // the same file (device and inode, hard links included, or the same path)
-// as any input or an output of another role, and a file can be created in
-// its folder (the nearest existing one: runs create missing folders).
-// Throws devmap::Error (kInvalidInput) naming both files and their roles,
-// or the folder and the system's reason.
+// as any input or an output of another role, it does not replace a file
+// whose name says it holds what the output does not write (weights only
+// from train.checkpoint, a config only from --emit-map or the resolved
+// config; never a .tsv cache or data), and a file can be created in its
+// folder (the nearest existing one: runs create missing folders). Throws
+// devmap::Error (kInvalidInput) naming both files and their roles, or the
+// folder and the system's reason.
 void check_run_files(const RunFiles& files);
 
-// The files a run reads and writes besides its checkpoints: the config
-// file, and the metrics file and resolved config of `outputs`.
-RunFiles run_files(const Config& config, const RunOutputs& outputs);
+// What every job reads before it plans: the config file and the
+// calibration cache (`plan` adds its --dot and --emit-map outputs).
+RunFiles plan_files(const Config& config, const RunOptions& options);
+
+// The files a run reads and writes besides its checkpoints: plan_files(),
+// and the metrics file and resolved config of `outputs`.
+RunFiles run_files(const Config& config, const RunOutputs& outputs, const RunOptions& options);
 
 // "devmap: outputs: checkpoint ..., metrics ..., resolved config ..." on `log`.
 void print_run_outputs(const RunOutputs& outputs, std::ostream& log);

@@ -204,7 +204,7 @@ class Trainer {
  private:
   // Every output is checked before anything is read or locked.
   void check_files() const {
-    RunFiles files = run_files(config_, outputs_);
+    RunFiles files = run_files(config_, outputs_, options_);
     for (const std::string* data :
          {&config_.data.train_images, &config_.data.train_labels, &config_.data.test_images, &config_.data.test_labels})
       files.inputs.push_back({"data file", *data});

@@ -1,5 +1,5 @@
 // The fixture of the lose-nothing tests (safety_test.cpp,
-// cleanup_safety_test.cpp): runs of the real coordinator in a work folder
+// lose_nothing_test.cpp): runs of the real coordinator in a work folder
 // that is also their TMPDIR, and the checks that nothing of a run is left
 // and every file that existed before it is unchanged.
 #pragma once

@@ -1,0 +1,136 @@
+// Lose nothing, part two, through the real binaries: the start-up sweep of
+// what crashed runs left removes nothing without proof of being a run's own
+// (a user's folder named like a run's, a live run of another PID namespace
+// that shares TMPDIR but has its own /dev/shm); plan's outputs never replace
+// what a run reads or weights; outputs that are devices, FIFOs or links are
+// written where they are and stay what they are.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tests/integration/safety_fixture.h"
+
+namespace devmap::testing {
+namespace {
+
+// Point 1's reproduction: a previous run's output folder named
+// devmap-<date>-results, with its weights, in TMPDIR.
+TEST_F(Safety, AUsersFolderNamedLikeARunsSurvivesTheStartUpSweep) {
+  const std::string results = work_ + "/devmap-2026-12-06-results";
+  fs::create_directories(results);
+  { std::ofstream(results + "/w.safetensors") << "the user's weights"; }
+  // Named exactly as a run's folder, but without the run's marker.
+  const std::string lookalike = work_ + "/devmap-999999-0123456789abcdef";
+  fs::create_directories(lookalike);
+  { std::ofstream(lookalike + "/notes.txt") << "the user's notes"; }
+  const auto before = snapshot(work_);
+  Result r = coordinator(mlp_train(3, work_ + "/o.safetensors"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("removed"), std::string::npos) << r.err;
+  expect_unchanged(before);
+  EXPECT_EQ(shm_entries("devmap-" + std::to_string(r.pid) + "-"), std::vector<std::string>{});
+}
+
+// A live run in another PID namespace with its own /dev/shm, sharing
+// TMPDIR: a run here sweeps at its start and leaves it alone (its lock file
+// is in the other /dev/shm), and it trains to its end.
+TEST_F(Safety, ALiveRunOfAnotherPidNamespaceSurvivesTheSweep) {
+  if (!can_unshare_mounts()) GTEST_SKIP() << "cannot make PID and mount namespaces here (needs root)";
+  const std::string wrapper =
+      "exec unshare --pid --fork --mount --propagation private sh -c "
+      "'mount -t tmpfs tmpfs /dev/shm && \"$0\" \"$@\"' \"$@\"";
+  std::vector<std::string> argv = {"/usr/bin/env", "TMPDIR=" + work_,     "/bin/sh", "-c", wrapper,
+                                   "sh",           DEVMAP_COORDINATOR_BIN};
+  const auto other_args = mlp_train(400, work_ + "/other.safetensors");
+  argv.insert(argv.end(), other_args.begin(), other_args.end());
+  fs::create_directories(logs_ + "/other");
+  BackgroundProcess other(argv, logs_ + "/other");
+  // Its run folder appears in the shared TMPDIR.
+  std::string folder;
+  for (int i = 0; i < 1000 && folder.empty(); ++i) {
+    for (const auto& e : fs::directory_iterator(work_))
+      if (e.path().filename().string().rfind("devmap-", 0) == 0 && e.is_directory()) folder = e.path().string();
+    if (folder.empty()) std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_FALSE(folder.empty()) << other.err();
+  Result here = coordinator(mlp_train(2, work_ + "/here.safetensors"));
+  EXPECT_EQ(here.exit_code, 0) << here.err;
+  EXPECT_EQ(here.err.find("removed"), std::string::npos) << here.err;
+  EXPECT_EQ(other.wait(milliseconds(120000)), 0) << other.err();
+  EXPECT_TRUE(fs::exists(work_ + "/other.safetensors"));
+  EXPECT_FALSE(fs::exists(folder)) << "the other run removes its own folder at its end";
+}
+
+// Point 2: --emit-map and --dot onto the config, the weights or the
+// calibration cache exit 2 before anything is written.
+TEST_F(Safety, PlanOutputsNeverReplaceWhatARunReadsOrWeights) {
+  const std::string config = work_ + "/x.yaml", weights = work_ + "/W.safetensors";
+  fs::copy_file(kConfigs + "fashion_mnist_mlp.yaml", config);
+  { std::ofstream(weights) << "the user's weights"; }
+  const std::string cache = work_ + "/cache/devmap/calibration.tsv";
+  fs::create_directories(work_ + "/cache/devmap");
+  { std::ofstream(cache) << "# devmap calibration v1\n"; }
+  const auto before = snapshot(work_);
+  const std::vector<std::string> cache_env = {"XDG_CACHE_HOME=" + work_ + "/cache"};
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--emit-map", config}, "--emit-map '" + config + "' is the same file as config '" + config + "'"},
+      {{"--dot", config}, "--dot '" + config + "' is the same file as config '" + config + "'"},
+      {{"--dot", weights},
+       "--dot '" + weights + "' exists and its name says it holds weights, which --dot would replace"},
+      {{"--emit-map", cache}, "--emit-map '" + cache + "' is the same file as calibration cache '" + cache + "'"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"plan", config};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    Result r = coordinator(args, cache_env);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
+  expect_unchanged(before);
+}
+
+// Point 3: an output that is a character device, a FIFO or a link is
+// written where it is and stays what it is; a checkpoint, which is renamed
+// into place, refuses one.
+TEST_F(Safety, OutputsThatAreDevicesFifosOrLinksStayWhatTheyAre) {
+  ASSERT_NO_FATAL_FAILURE(make_weights());
+  const std::string real = work_ + "/real.csv", link = work_ + "/link.csv", fifo = work_ + "/fifo";
+  fs::create_symlink(real, link);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string from_fifo;
+  std::thread reader([&] { from_fifo = read_file(fifo); });
+  for (const std::string& out : {link, fifo}) {
+    Result r = coordinator(predict(weights_, kTestImages, out));
+    EXPECT_EQ(r.exit_code, 0) << out << ": " << r.err;
+  }
+  reader.join();
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(fs::file_size(real), 68908u);
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(from_fifo, read_file(real));
+  const std::string null = work_ + "/null";
+  if (::mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
+    GTEST_SKIP() << "cannot make a character device here (needs root): the link and the FIFO were checked";
+  }
+  Result d = coordinator(predict(weights_, kTestImages, null));
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  struct stat st {};
+  ASSERT_EQ(::lstat(null.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device was replaced by a file";
+  Result c = coordinator(mlp_train(1, null));
+  EXPECT_EQ(c.exit_code, 2) << c.err;
+  EXPECT_NE(c.err.find("train.checkpoint '" + null + "' is not a regular file"), std::string::npos) << c.err;
+  ASSERT_EQ(::lstat(null.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+}  // namespace
+}  // namespace devmap::testing
