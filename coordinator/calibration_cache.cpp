@@ -1,5 +1,6 @@
 #include "coordinator/calibration_cache.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -30,10 +31,29 @@ std::vector<std::string> split_tabs(const std::string& line) {
   return fields;
 }
 
-double number(const std::string& text, const std::string& where) {
+// The values an entry may hold: finite, within what a machine can measure.
+struct Range {
+  const char* what;  // "a time in seconds"
+  double low, high;
+};
+constexpr Range kSeconds{"a time in seconds", 0, 3600};
+constexpr Range kSecondsPerParameter{"a time per parameter in seconds", 0, 1e-3};
+constexpr Range kLatency{"a latency in seconds", 0, 60};
+constexpr Range kBytesPerSecond{"a rate in bytes per second", 0, 1e13};  // 0: too fast to measure
+constexpr Range kFlopsPerSecond{"a rate in FLOP/s", 1, 1e17};
+constexpr Range kContention{"a contention factor", 0, 100};
+constexpr Range kBatch{"a batch size", 1, 1e9};
+
+double number(const std::string& text, const std::string& where, const Range& range) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(v >= 0)) throw_invalid(where + ": '" + text + "' is not a time or rate");
+  const bool whole = &range != &kBatch || v == std::floor(v);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v < range.low || v > range.high || !whole) {
+    char bounds[64];
+    std::snprintf(bounds, sizeof bounds, "%g to %g", range.low, range.high);
+    throw_invalid(where + ": '" + text + "' is not " + range.what + " (" + bounds +
+                  "): delete the file to calibrate again");
+  }
   return v;
 }
 
@@ -107,22 +127,24 @@ CalibrationCache CalibrationCache::load(const std::string& path) {
   int number_of_line = 0;
   while (std::getline(in, line)) {
     ++number_of_line;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // written on Windows
     if (line.empty() || line[0] == '#') continue;
     const std::string where = path + ":" + std::to_string(number_of_line);
     const std::vector<std::string> f = split_tabs(line);
     if (f[0] == "op" && f.size() == 6) {
-      const double batch = number(f[3], where);
-      cache.ops_[{f[1], f[2], static_cast<int64_t>(batch)}] = OpSeconds{number(f[4], where), number(f[5], where)};
+      const double batch = number(f[3], where, kBatch);
+      cache.ops_[{f[1], f[2], static_cast<int64_t>(batch)}] =
+          OpSeconds{number(f[4], where, kSeconds), number(f[5], where, kSeconds)};
     } else if (f[0] == "optimizer" && f.size() == 4) {
-      cache.optimizers_[{f[1], f[2]}] = number(f[3], where);
+      cache.optimizers_[{f[1], f[2]}] = number(f[3], where, kSecondsPerParameter);
     } else if (f[0] == "rate" && f.size() == 3) {
-      cache.rates_[f[1]] = number(f[2], where);
+      cache.rates_[f[1]] = number(f[2], where, kFlopsPerSecond);
     } else if (f[0] == "step" && f.size() == 3) {
-      cache.step_overhead_[f[1]] = number(f[2], where);
+      cache.step_overhead_[f[1]] = number(f[2], where, kSeconds);
     } else if (f[0] == "contention" && f.size() == 3) {
-      cache.contention_[f[1]] = number(f[2], where);
+      cache.contention_[f[1]] = number(f[2], where, kContention);
     } else if (f[0] == "link" && f.size() == 5) {
-      cache.links_[{f[1], f[2]}] = LinkCost{number(f[3], where), number(f[4], where)};
+      cache.links_[{f[1], f[2]}] = LinkCost{number(f[3], where, kLatency), number(f[4], where, kBytesPerSecond)};
     } else {
       throw_invalid(where + ": not a calibration entry (delete the file to calibrate again)");
     }

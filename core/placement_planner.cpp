@@ -7,6 +7,7 @@
 
 #include "core/format_bytes.h"
 #include "core/placement_search.h"
+#include "core/total_order.h"
 
 namespace devmap {
 namespace {
@@ -103,7 +104,7 @@ std::vector<RejectedPlan> runners_up(PlacementScorer& scorer, const ScoreLog& lo
     if (!s.fits && s.least_overflow > 0) never.emplace_back(&placement, &s);
   }
   std::stable_sort(fitting.begin(), fitting.end(), [](const auto& a, const auto& b) {
-    return a.second->best.step_seconds < b.second->best.step_seconds;
+    return sorts_before(a.second->best.step_seconds, b.second->best.step_seconds);
   });
   std::stable_sort(never.begin(), never.end(),
                    [](const auto& a, const auto& b) { return a.second->least_overflow < b.second->least_overflow; });
@@ -130,7 +131,7 @@ std::vector<RejectedPlan> runners_up(PlacementScorer& scorer, const ScoreLog& lo
     out.push_back(std::move(x));
   }
   std::stable_sort(out.begin(), out.end(), [](const RejectedPlan& a, const RejectedPlan& b) {
-    return a.choice.step_seconds < b.choice.step_seconds;
+    return sorts_before(a.choice.step_seconds, b.choice.step_seconds);
   });
   if (out.size() > keep) out.resize(keep);
   for (const auto& [placement, s] : never) out.push_back(over_budget(r, *placement, ScheduleChoice{}, s->faster_over));

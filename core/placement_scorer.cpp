@@ -6,6 +6,7 @@
 
 #include "core/device_memory.h"
 #include "core/error.h"
+#include "core/total_order.h"
 
 namespace devmap {
 namespace {
@@ -335,7 +336,7 @@ bool PlacementScorer::try_choices(const std::vector<ScheduleChoice>& list, const
     // Every choice simulated; the fastest that fits, and the fastest over a budget before it.
     for (Candidate& k : candidates) simulate(k);
     std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-      return a.choice.step_seconds < b.choice.step_seconds;
+      return sorts_before(a.choice.step_seconds, b.choice.step_seconds);
     });
     for (const Candidate& k : candidates) {
       if (k.choice.step_seconds == std::numeric_limits<double>::infinity()) break;
@@ -354,7 +355,7 @@ bool PlacementScorer::try_choices(const std::vector<ScheduleChoice>& list, const
   }
   // By their bound: a choice whose bound reaches the fastest found cannot beat it.
   std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });
+                   [](const Candidate& a, const Candidate& b) { return sorts_before(a.bound, b.bound); });
   for (Candidate& k : candidates) {
     if (out.fits && k.bound >= out.best.step_seconds) break;
     OverBudget over;

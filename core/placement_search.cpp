@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/device_memory.h"
+#include "core/total_order.h"
 
 namespace devmap {
 namespace {
@@ -321,8 +322,9 @@ std::vector<int> list_schedule(PlacementScorer& scorer) {
   }
   std::vector<int> order(ops.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return rank[static_cast<size_t>(a)] > rank[static_cast<size_t>(b)]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return sorts_before(rank[static_cast<size_t>(b)], rank[static_cast<size_t>(a)]);
+  });
   std::vector<double> avail(static_cast<size_t>(nd), 0.0), finish(ops.size(), 0.0);
   std::vector<uint64_t> state(static_cast<size_t>(nd), 0);
   std::vector<int> device(ops.size(), -1);
@@ -414,7 +416,7 @@ const PlacementScore& ScoreLog::score(PlacementScorer& scorer, const std::vector
 
 bool better_score(const PlacementScore& a, const PlacementScore& b) {
   if (a.fits != b.fits) return a.fits;
-  if (a.fits) return a.best.step_seconds < b.best.step_seconds;
+  if (a.fits) return sorts_before(a.best.step_seconds, b.best.step_seconds);
   return overflow_key(a) < overflow_key(b);
 }
 

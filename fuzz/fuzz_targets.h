@@ -22,6 +22,13 @@ void run_safetensors_header(std::string_view data);
 // Bytes as one ZeroMQ frame -> wire::Message::parse -> the body decoded as
 // its receiver decodes that message type (PARAMS_IO and PLAN included).
 void run_wire_message(std::string_view data);
+// Bytes as a calibration cache file -> CalibrationCache::load; an accepted
+// cache saves and loads back the same, and its values drive the placement
+// planner to a finite plan or a refusal.
+void run_calibration_cache(std::string_view data);
+// Bytes as the FMA peak file -> read_fma_peak_cache: a peak it returns is
+// finite and one a core can have.
+void run_fma_peak_cache(std::string_view data);
 // Bytes as a PLAN body -> decode_worker_plan -> the worker's own planning;
 // a plan it accepts must encode and decode to the same bytes again.
 void run_worker_plan(std::string_view data);

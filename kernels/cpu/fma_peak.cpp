@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,9 @@
 
 namespace devmap::cpu {
 namespace {
+
+// FLOP/s a core's peak can have: a cached value outside is measured again.
+constexpr double kLeastPeak = 1e6, kMostPeak = 1e14;
 
 using Clock = std::chrono::steady_clock;
 
@@ -148,22 +152,38 @@ std::string default_fma_peak_cache() {
   return {};
 }
 
+PeakCacheRead read_fma_peak_cache(std::istream& in, const std::string& key) {
+  PeakCacheRead r;
+  for (std::string line; std::getline(in, line);) {
+    const size_t tab = line.rfind('\t');
+    if (tab == std::string::npos) continue;
+    if (line.compare(0, tab, key) == 0) {
+      // A value no machine measures (0, a denormal, infinite, garbage) is
+      // measured again and replaces the line.
+      char* end = nullptr;
+      const double v = std::strtod(line.c_str() + tab + 1, &end);
+      if (*end == '\0' && std::isfinite(v) && v >= kLeastPeak && v <= kMostPeak) r.peak = v;
+      continue;
+    }
+    r.other_lines += line + "\n";
+  }
+  return r;
+}
+
 double cached_fma_peak(CpuPath path, const std::string& cache_file) {
   if (cache_file.empty()) return measure_fma_peak(path);
+  // Only a regular file is read (a FIFO there would block this forever).
+  std::error_code type_ec;
+  const auto type = std::filesystem::symlink_status(cache_file, type_ec).type();
+  if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found)
+    return measure_fma_peak(path);
   const std::string key = cpu_cache_key(path);
   std::string lines;
   {
     std::ifstream in(cache_file);
-    for (std::string line; std::getline(in, line);) {
-      const size_t tab = line.rfind('\t');
-      if (tab == std::string::npos) continue;
-      if (line.compare(0, tab, key) == 0) {
-        const double v = std::strtod(line.c_str() + tab + 1, nullptr);
-        if (v > 0) return v;
-        continue;
-      }
-      lines += line + "\n";
-    }
+    const PeakCacheRead read = read_fma_peak_cache(in, key);
+    if (read.peak) return *read.peak;
+    lines = read.other_lines;
   }
   const double peak = measure_fma_peak(path);
   // Written whole to a temporary file, then renamed: concurrent workers

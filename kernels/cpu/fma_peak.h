@@ -4,6 +4,8 @@
 // --profile reports each op's GFLOP/s against it.
 #pragma once
 
+#include <istream>
+#include <optional>
 #include <string>
 
 #include "core/cpu_path.h"
@@ -19,6 +21,14 @@ double measure_fma_peak(CpuPath path);
 // machine pays for it; an unreadable or unwritable file only costs the
 // measurement. An empty cache_file measures every time.
 double cached_fma_peak(CpuPath path, const std::string& cache_file);
+
+// The peak file's line for `key` when its value is one a core can have
+// (finite, 1e6 to 1e14 FLOP/s), and every other line, as read from `in`.
+struct PeakCacheRead {
+  std::optional<double> peak;
+  std::string other_lines;
+};
+PeakCacheRead read_fma_peak_cache(std::istream& in, const std::string& key);
 
 // "<model name> family F model M stepping S/<path>", from /proc/cpuinfo.
 std::string cpu_cache_key(CpuPath path);
