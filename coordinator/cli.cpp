@@ -123,7 +123,8 @@ const std::vector<OptionSpec>& options() {
        [](CL& c, S, S v) { c.predict.input = v; }},
       {"--output", "FILE", kPredict, "where to write the predictions CSV", [](CL& c, S, S v) { c.predict.output = v; }},
       {"--probabilities", nullptr, kPredict,
-       "add each class's probability (the softmax of the\nlogits, 6 significant digits) to every row:\n"
+       "add each class's probability (the softmax of the\nlogits, or the model's own softmax output; 6\nsignificant "
+       "digits) to every row:\n"
        "ImageId,Label,p0,p1,...",
        [](CL& c, S, S) { c.predict.probabilities = true; }},
       {"--batch", "N", kPredict | kPlan,

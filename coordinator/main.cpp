@@ -1,4 +1,7 @@
 // coordinator: reads a config, launches one worker per device, runs the job.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <streambuf>
 
@@ -99,13 +102,26 @@ int exit_code_of(Body body) {
   }
 }
 
+// `code`, unless what went to standard output could not all be written (a
+// full disk, a closed pipe's reader gone): then 1, with the reason.
+int with_stdout_written(int code) {
+  std::cout.flush();
+  errno = 0;
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!failed) return code;
+  const int err = errno;
+  std::cerr << "devmap: writing the results to standard output failed"
+            << (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) << "\n";
+  return code == 0 ? 1 : code;
+}
+
 }  // namespace
 }  // namespace devmap
 
 int main(int argc, char** argv) {
   using namespace devmap;
   install_interrupt_handlers();
-  return exit_code_of([&] {
+  return with_stdout_written(exit_code_of([&] {
     CommandLine cl = parse_command_line(argc, argv);
     if (cl.help) {
       std::cout << usage_text(cl.subcommand);
@@ -143,5 +159,5 @@ int main(int argc, char** argv) {
         }
       });
     return ranks.finish(code, config);
-  });
+  }));
 }

@@ -113,8 +113,10 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   Graph graph = config.graph;
   const int pred = prediction_node(graph, config.path);
   std::vector<int> wanted = {pred};
-  // --probabilities: the argmax's input (the logits) is a second output.
+  // --probabilities: the argmax's input (the logits, or the model's own
+  // softmax of them, whose values are written as they are) is a second output.
   const int logits = graph.node(pred).inputs[0];
+  const bool softmax_given = graph.node(logits).op() == "softmax";
   const int64_t classes = po.probabilities ? graph.node(logits).out_shape.numel() : 0;
   if (po.probabilities) wanted.push_back(logits);
   int image_node = graph.find_role(OpRole::kImageInput);
@@ -154,7 +156,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   std::cerr << "devmap: predicting " << input.count() << " images of " << po.input << " in batches of " << batch
             << "\n";
 
-  PredictionWriter writer(out, classes);
+  PredictionWriter writer(out, classes, softmax_given);
   writer.write_header();
   const InputLayout& out_layout = session.output_layout();
   BatchFeeder feeder(session.workers(), session.input(), session.layout(), image_node, label_node);

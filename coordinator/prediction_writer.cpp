@@ -13,8 +13,8 @@ void softmax(const float* logits, int64_t n, double* out) {
   for (int64_t i = 0; i < n; ++i) out[i] /= sum;
 }
 
-PredictionWriter::PredictionWriter(std::ostream& out, int64_t classes)
-    : out_(out), classes_(classes), probs_(static_cast<size_t>(classes)) {}
+PredictionWriter::PredictionWriter(std::ostream& out, int64_t classes, bool given)
+    : out_(out), classes_(classes), given_(given), probs_(static_cast<size_t>(classes)) {}
 
 void PredictionWriter::write_header() {
   out_ << "ImageId,Label";
@@ -29,7 +29,10 @@ void PredictionWriter::write_rows(int64_t n, const float* labels, const float* l
         std::snprintf(cell, sizeof cell, "%lld,%d", static_cast<long long>(rows_ + 1), static_cast<int>(labels[k]));
     line_.assign(cell, static_cast<size_t>(len));
     if (classes_ > 0) {
-      softmax(logits + k * classes_, classes_, probs_.data());
+      if (given_)
+        std::copy(logits + k * classes_, logits + (k + 1) * classes_, probs_.begin());
+      else
+        softmax(logits + k * classes_, classes_, probs_.data());
       for (double p : probs_) {
         len = std::snprintf(cell, sizeof cell, ",%.6g", p);
         line_.append(cell, static_cast<size_t>(len));

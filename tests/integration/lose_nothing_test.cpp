@@ -132,5 +132,19 @@ TEST_F(Safety, OutputsThatAreDevicesFifosOrLinksStayWhatTheyAre) {
   EXPECT_TRUE(S_ISCHR(st.st_mode));
 }
 
+// Point 11: results that cannot be written to standard output (a full
+// disk) fail the run with the reason instead of exiting 0.
+TEST_F(Safety, ResultsThatCannotReachStandardOutputFailTheRun) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "/dev/full is absent here";
+  const std::string to_full = "exec \"$@\" > /dev/full";
+  Result plan = coordinator({"plan", kConfigs + "fashion_mnist_cnn.yaml", "--json"}, {}, to_full);
+  EXPECT_EQ(plan.exit_code, 1) << plan.err;
+  EXPECT_NE(plan.err.find("devmap: writing the results to standard output failed"), std::string::npos) << plan.err;
+  Result train = coordinator(mlp_train(2, weights_), {}, to_full);
+  EXPECT_EQ(train.exit_code, 1) << train.err;
+  EXPECT_NE(train.err.find("devmap: writing the results to standard output failed"), std::string::npos) << train.err;
+  expect_nothing_left(train);
+}
+
 }  // namespace
 }  // namespace devmap::testing

@@ -135,6 +135,44 @@ TEST_F(PredictStream, ProbabilitiesAreTheSoftmaxBesideEachLabel) {
   EXPECT_EQ(rows, 10000);
 }
 
+// A model whose head is logits -> softmax -> argmax: --probabilities writes
+// the softmax's values as they are (not the softmax of the softmax), which
+// equal the probabilities the same weights give from their logits.
+TEST_F(PredictStream, ProbabilitiesOfASoftmaxHeadAreItsOwnValues) {
+  const std::string head = dir_.path() + "/softmax_head.yaml";
+  std::ofstream(head) << "model:\n  ops:\n"
+                         "    - {name: image, op: input, shape: [1, 28, 28]}\n"
+                         "    - {name: flat, op: flatten, inputs: [image]}\n"
+                         "    - {name: fc1, op: dense, inputs: [flat], units: 256}\n"
+                         "    - {name: relu1, op: relu, inputs: [fc1]}\n"
+                         "    - {name: logits, op: dense, inputs: [relu1], units: 10}\n"
+                         "    - {name: probs, op: softmax, inputs: [logits]}\n"
+                         "    - {name: pred, op: argmax, inputs: [probs]}\n"
+                         "devices: {cpu:0: {threads: 1}}\n";
+  ProcessResult r = predict("from_logits", kTest, {"--batch", "500", "--probabilities"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ProcessResult s = run_process({DEVMAP_COORDINATOR_BIN, "predict", head, "--weights", weights_, "--input", kTest,
+                                 "--output", csv("from_softmax"), "--batch", "500", "--probabilities"},
+                                dir_.path(), {"TMPDIR=" + dir_.path()});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  std::istringstream a(read_file(csv("from_logits"))), b(read_file(csv("from_softmax")));
+  std::string la, lb;
+  int64_t rows = 0;
+  while (std::getline(a, la)) {
+    ASSERT_TRUE(std::getline(b, lb));
+    if (rows++ == 0) continue;  // the header
+    std::vector<std::string> ca, cb;
+    std::istringstream ra(la), rb(lb);
+    for (std::string c; std::getline(ra, c, ',');) ca.push_back(c);
+    for (std::string c; std::getline(rb, c, ',');) cb.push_back(c);
+    ASSERT_EQ(ca.size(), 12u);
+    ASSERT_EQ(cb.size(), 12u);
+    EXPECT_EQ(ca[1], cb[1]) << la << " / " << lb;
+    for (size_t k = 2; k < 12; ++k) EXPECT_NEAR(std::stod(ca[k]), std::stod(cb[k]), 1e-5) << la << " / " << lb;
+  }
+  EXPECT_EQ(rows, 10001);
+}
+
 TEST_F(PredictStream, AHugeBatchIsCappedAtTheInputsImages) {
   const std::string input = dir_.path() + "/100.gz";
   write_repeated(input, test_pixels().substr(0, 100 * 784), 1);
