@@ -28,7 +28,11 @@ double seconds_since(Clock::time_point t0) {
 
 // Back-to-back handoffs of `bytes` (transport/handoff_probe.h): time per handoff and GB/s.
 void handoffs(size_t bytes, double budget) {
-  const devmap::HandoffTiming t = devmap::measure_handoffs(bytes, budget);
+  char tmpl[] = "/tmp/devmap-bench-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const devmap::HandoffTiming t =
+      devmap::measure_handoffs(bytes, budget, {"devmap-bench-" + std::to_string(::getpid()) + "-", dir});
+  ::rmdir(dir.c_str());
   std::printf("%10zu B  %8d handoffs  %10.1f us/handoff  %8.2f GB/s  copied %llu B\n", bytes, t.count,
               t.seconds_per_handoff * 1e6, static_cast<double>(bytes) / t.seconds_per_handoff / 1e9,
               static_cast<unsigned long long>(t.bytes_copied));

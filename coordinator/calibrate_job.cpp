@@ -13,7 +13,9 @@
 #include "coordinator/batch_feeder.h"
 #include "coordinator/calibration_cache.h"
 #include "coordinator/dataset.h"
+#include "coordinator/run_resources.h"
 #include "coordinator/session.h"
+#include "coordinator/signals.h"
 #include "coordinator/step_costs.h"
 #include "coordinator/trace_log.h"
 #include "core/error.h"
@@ -217,8 +219,13 @@ double measure_contention(const Config& config, const RunOptions& options, const
 }
 
 LinkCost measure_link() {
-  const HandoffTiming small = measure_handoffs(4 << 10, 0.2);
-  const HandoffTiming large = measure_handoffs(4 << 20, 0.3);
+  // The ring and sockets are a run's: a kill -9 now leaves nothing behind.
+  const RunResources run;
+  const HandoffPlace place{run.segment_prefix(), run.directory()};
+  const HandoffTiming small = measure_handoffs(4 << 10, 0.2, place);
+  if (interrupt_signal() != 0) throw_runtime("calibration interrupted");
+  const HandoffTiming large = measure_handoffs(4 << 20, 0.3, place);
+  if (interrupt_signal() != 0) throw_runtime("calibration interrupted");
   LinkCost c;
   const double extra = large.seconds_per_handoff - small.seconds_per_handoff;
   c.bytes_per_s = extra > 0 ? static_cast<double>(large.bytes - small.bytes) / extra : 0;

@@ -1,11 +1,13 @@
 #include "transport/handoff_probe.h"
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -20,36 +22,32 @@
 namespace devmap {
 namespace {
 
-// A private folder for the two data sockets, removed on every exit path.
+// The two data sockets in the caller's folder, removed on every exit path.
 struct Endpoints {
-  std::string dir;
   std::map<std::string, std::string> paths;
-  Endpoints() {
-    char tmpl[] = "/tmp/devmap-handoff-XXXXXX";
-    if (!::mkdtemp(tmpl)) throw_runtime(std::string("cannot make a socket folder in /tmp: ") + std::strerror(errno));
-    dir = tmpl;
-    paths = {{"cpu:0", data_socket_path(dir, "cpu:0")}, {"cpu:1", data_socket_path(dir, "cpu:1")}};
-  }
+  explicit Endpoints(const std::string& dir)
+      : paths{{"cpu:0", data_socket_path(dir, "cpu:0")}, {"cpu:1", data_socket_path(dir, "cpu:1")}} {}
   ~Endpoints() {
     for (auto& [d, p] : paths) ::unlink(p.c_str());
-    ::rmdir(dir.c_str());
   }
 };
 
 }  // namespace
 
-HandoffTiming measure_handoffs(size_t bytes, double budget_seconds) {
+HandoffTiming measure_handoffs(size_t bytes, double budget_seconds, const HandoffPlace& place) {
   bytes = std::max<size_t>(bytes, 8);
-  Endpoints ep;
-  const std::string prefix = "devmap-" + std::to_string(::getpid()) + "-handoff-";
-  ChannelEdge edge{0, edge_segment_name(prefix, 0), bytes, 2, "cpu:0", {"cpu:1"}};
+  Endpoints ep(place.socket_dir);
+  ChannelEdge edge{0, edge_segment_name(place.segment_prefix + "handoff-", 0), bytes, 2, "cpu:0", {"cpu:1"}};
   ShmSegment segment = ShmSegment::create(edge.segment, bytes * 2);
   // A count that takes about the budget at a few GB/s plus ~50 us each.
   const int count =
       static_cast<int>(std::clamp(budget_seconds * 4e9 / static_cast<double>(bytes + 200000), 20.0, 20000.0));
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) throw_runtime(std::string("cannot fork the handoff consumer: ") + std::strerror(errno));
   if (child == 0) {
+    // Killed with its parent, however the parent ends (it may be gone already).
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(1);
     int status = 0;
     try {
       zmq::context_t ctx(1);

@@ -8,14 +8,29 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "tests/integration/safety_fixture.h"
 
 namespace devmap::testing {
 namespace {
+
+// The pids of the processes whose environment holds `entry` ("VAR=value").
+std::vector<std::string> processes_with_env(const std::string& entry) {
+  std::vector<std::string> pids;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "environ", std::ios::binary);
+    for (std::string var; std::getline(in, var, '\0');)
+      if (var == entry) pids.push_back(pid);
+  }
+  return pids;
+}
 
 // Point 1's reproduction: a previous run's output folder named
 // devmap-<date>-results, with its weights, in TMPDIR.
@@ -130,6 +145,63 @@ TEST_F(Safety, OutputsThatAreDevicesFifosOrLinksStayWhatTheyAre) {
   EXPECT_NE(c.err.find("train.checkpoint '" + null + "' is not a regular file"), std::string::npos) << c.err;
   ASSERT_EQ(::lstat(null.c_str(), &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+// Point 5: a calibration killed (kill -9) or interrupted (SIGINT) while it
+// measures the handoff between two processes leaves no consumer process,
+// no segment and no socket folder; the interrupted one says so and exits
+// 130. The cache is complete but for its link line, so that the handoff is
+// all it measures.
+TEST_F(Safety, ACalibrationStoppedInItsHandoffProbeLeavesNothing) {
+  const std::vector<std::string> cache_env = {"XDG_CACHE_HOME=" + work_ + "/cache"};
+  const std::vector<std::string> calibrate = {"calibrate", kConfigs + "fashion_mnist_mlp.yaml"};
+  Result full = coordinator(calibrate, cache_env);
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  const std::string cache = work_ + "/cache/devmap/calibration.tsv";
+  std::string kept;
+  {
+    std::istringstream in(read_file(cache));
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("link\t", 0) != 0) kept += line + "\n";
+  }
+  for (const int sig : {SIGKILL, SIGINT}) {
+    std::ofstream(cache, std::ios::trunc) << kept;
+    std::vector<std::string> argv = {"/usr/bin/env", "TMPDIR=" + work_, cache_env[0], DEVMAP_COORDINATOR_BIN};
+    argv.insert(argv.end(), calibrate.begin(), calibrate.end());
+    BackgroundProcess run(argv, logs_);
+    const std::string prefix = "devmap-" + std::to_string(run.pid()) + "-";
+    bool probing = false;
+    for (int i = 0; i < 2000 && !probing && run.wait(milliseconds(0)) < 0; ++i) {
+      for (const std::string& name : shm_entries(prefix))
+        if (name.find("-handoff-") != std::string::npos) probing = true;
+      if (!probing) std::this_thread::sleep_for(milliseconds(2));
+    }
+    ASSERT_TRUE(probing) << "the handoff probe was not seen: " << run.err();
+    ::kill(run.pid(), sig);
+    const int code = run.wait(milliseconds(30000));
+    if (sig == SIGINT) {
+      EXPECT_EQ(code, 130) << run.err();
+      EXPECT_NE(run.err().find("interrupted by SIGINT"), std::string::npos) << run.err();
+    }
+    // The guard removes a killed run's files within its 5 s grace.
+    bool clean = false;
+    for (int i = 0; i < 400 && !clean; ++i) {
+      clean = shm_entries(prefix).empty();
+      for (const std::string& p : tree_entries(work_))
+        if (fs::path(p).filename().string().rfind("devmap-", 0) == 0) clean = false;
+      if (!clean) std::this_thread::sleep_for(milliseconds(25));
+    }
+    EXPECT_TRUE(clean) << "signal " << sig << " left files of run " << run.pid();
+    // No process of the run (the probe's consumer, the guard) outlives it:
+    // none is left with the run's TMPDIR in its environment.
+    std::vector<std::string> left;
+    for (int i = 0; i < 400; ++i) {
+      left = processes_with_env("TMPDIR=" + work_);
+      if (left.empty()) break;
+      std::this_thread::sleep_for(milliseconds(25));
+    }
+    EXPECT_EQ(left, std::vector<std::string>{}) << "signal " << sig;
+  }
 }
 
 // Point 11: results that cannot be written to standard output (a full
