@@ -1,6 +1,7 @@
 #include "coordinator/config_hosts.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "coordinator/config_names.h"
 #include "coordinator/yaml_scalar.h"
@@ -46,8 +47,16 @@ std::vector<std::string> read_hosts(const YamlSource& src, const YAML::Node& nod
     if (!name) src.fail(element, "hosts must hold host names, got " + describe_node(element));
     if (!is_valid_host_name(*name))
       src.fail(element, "hosts: bad host name " + quoted(*name) + " (" + kHostNameRule + ")");
-    if (std::find(hosts.begin(), hosts.end(), *name) != hosts.end())
-      src.fail(element, "hosts lists " + quoted(*name) + " twice");
+    // Host names ignore case (RFC 4343): vm and VM are one host.
+    const auto same = std::find_if(hosts.begin(), hosts.end(), [&](const std::string& h) {
+      return std::equal(h.begin(), h.end(), name->begin(), name->end(), [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+      });
+    });
+    if (same != hosts.end() && *same == *name) src.fail(element, "hosts lists " + quoted(*name) + " twice");
+    if (same != hosts.end())
+      src.fail(element, "hosts lists " + quoted(*same) + " and " + quoted(*name) +
+                            ": host names ignore case, so they are the same host; list it once");
     hosts.push_back(*name);
   }
   return hosts;

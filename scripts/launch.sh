@@ -23,18 +23,36 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 die() { echo "launch.sh: $*" >&2; exit 2; }
 
-hosts=""
+hosts="" hosts_given=0
 case "${1:-}" in
-  --hosts) [[ $# -ge 2 ]] || die "--hosts needs a list of hosts, e.g. --hosts node1,node2"; hosts=$2; shift 2 ;;
-  --hosts=*) hosts=${1#--hosts=}; shift ;;
+  --hosts) [[ $# -ge 2 ]] || die "--hosts needs a list of hosts, e.g. --hosts node1,node2"; hosts=$2; hosts_given=1; shift 2 ;;
+  --hosts=*) hosts=${1#--hosts=}; hosts_given=1; shift ;;
 esac
 
+# Ranks a host may run, and a job in all: more is a typo, not a cluster.
+max_per_host=64 max_ranks=1024
 under_launcher=${OMPI_COMM_WORLD_SIZE:-}${PMIX_RANK:-}${PMI_RANK:-}${SLURM_PROCID:-}
-if [[ -n "$hosts" ]]; then
+if [[ $hosts_given -eq 1 ]]; then
+  [[ -n "$hosts" ]] || die "--hosts names no host: give host names separated by commas, e.g. --hosts node1,node2"
   [[ -z "$under_launcher" ]] || die "--hosts starts mpirun itself; under mpirun or srun, leave it out"
-  host_re='[A-Za-z0-9][A-Za-z0-9.-]*(:[1-9][0-9]*)?'
+  host_re='[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]+)?'
   [[ "$hosts" =~ ^$host_re(,$host_re)*$ ]] ||
     die "--hosts '$hosts': give host names separated by commas, each with :N for N ranks there, e.g. --hosts node1,node2 or node1:2,node2:2"
+  declare -A seen=()
+  total=0
+  for host in ${hosts//,/ }; do
+    name=${host%%:*} n=1
+    [[ "$host" == *:* ]] && n=${host##*:}
+    # Compared as text first: bash arithmetic would wrap a 20-digit count.
+    if [[ ${#n} -gt 4 || 10#$n -lt 1 || 10#$n -gt $max_per_host ]]; then
+      die "--hosts '$hosts': $name:$n asks for $n ranks on one host; give 1 to $max_per_host"
+    fi
+    key=${name,,}
+    [[ -z "${seen[$key]:-}" ]] || die "--hosts '$hosts': ${seen[$key]} and $name are the same host (host names ignore case); name it once, with :N for N ranks"
+    seen[$key]=$name
+    total=$((total + 10#$n))
+  done
+  [[ $total -le $max_ranks ]] || die "--hosts '$hosts' asks for $total ranks; at most $max_ranks"
 fi
 if [[ -n "${DEVMAP_BUILD_DIR:-}" || -n "$under_launcher" ]]; then
   dir=${DEVMAP_BUILD_DIR:-$root/build/${DEVMAP_PRESET:-release}}
@@ -66,10 +84,7 @@ fi
 # --hosts: one rank per host (N for HOST:N), each running this script with
 # the same build; --map-by node deals the ranks out over the hosts in turn.
 command -v mpirun >/dev/null || die "mpirun is not installed (scripts/setup.sh installs openmpi-bin)"
-count=0
-for host in ${hosts//,/ }; do
-  [[ "$host" == *:* ]] && count=$((count + ${host##*:})) || count=$((count + 1))
-done
+count=$total
 # --bind-to none: a rank is a coordinator that starts its host's workers, and
 # a worker pins its own threads (devices.*.affinity); bound to one core, as
 # mpirun binds 2 ranks by default, every worker of the host would share it.

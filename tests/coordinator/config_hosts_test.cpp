@@ -43,6 +43,8 @@ TEST(Hosts, MalformedHostsSections) {
   EXPECT_EQ(err("hosts: []\n"),
             "a.yaml:8:8: hosts must be a list of at least one host name, e.g. hosts: [node1, node2]");
   EXPECT_EQ(err("hosts: [node1, node1]\n"), "a.yaml:8:16: hosts lists 'node1' twice");
+  EXPECT_EQ(err("hosts: [vm, VM]\n"),
+            "a.yaml:8:13: hosts lists 'vm' and 'VM': host names ignore case, so they are the same host; list it once");
   EXPECT_EQ(err("hosts: [node1, [a]]\n"), "a.yaml:8:16: hosts must hold host names, got a list");
   EXPECT_EQ(err("hosts: [-node]\n"),
             "a.yaml:8:9: hosts: bad host name '-node' (a host name is 1-63 letters, digits, '-' and '.', starting "

@@ -67,6 +67,35 @@ TEST(BadConfigCli, HostsOtherThanThisMachineNeedALauncher) {
                                     config + " (or mpirun or srun, one rank per host)");
 }
 
+// scripts/launch.sh --hosts refuses, exit 2 and before mpirun or a build,
+// counts that bash arithmetic would wrap, counts past its caps, an empty
+// list and one host named twice in different case.
+TEST(BadConfigCli, LaunchHostListsThatCannotBeMeantExitTwo) {
+  TempDir dir;
+  const std::string launch = std::string(DEVMAP_SOURCE_DIR) + "/scripts/launch.sh";
+  const std::string config = std::string(DEVMAP_SOURCE_DIR) + "/configs/fashion_mnist_mlp.yaml";
+  const std::string build =
+      std::string(DEVMAP_COORDINATOR_BIN).substr(0, std::string(DEVMAP_COORDINATOR_BIN).rfind("/bin/"));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--hosts=vm:99999999999999999999",
+       "launch.sh: --hosts 'vm:99999999999999999999': vm:99999999999999999999 asks for 99999999999999999999 ranks "
+       "on one host; give 1 to 64"},
+      {"--hosts=vm:9223372036854775807,vm2:1",
+       "launch.sh: --hosts 'vm:9223372036854775807,vm2:1': vm:9223372036854775807 asks for 9223372036854775807 "
+       "ranks on one host; give 1 to 64"},
+      {"--hosts=vm:0", "launch.sh: --hosts 'vm:0': vm:0 asks for 0 ranks on one host; give 1 to 64"},
+      {"--hosts=", "launch.sh: --hosts names no host: give host names separated by commas, e.g. --hosts node1,node2"},
+      {"--hosts=vm,VM",
+       "launch.sh: --hosts 'vm,VM': vm and VM are the same host (host names ignore case); name it once, with :N for "
+       "N ranks"},
+  };
+  for (const auto& [hosts, message] : cases) {
+    ProcessResult r = run_process({launch, hosts, config}, dir.path(), {"DEVMAP_BUILD_DIR=" + build});
+    EXPECT_EQ(r.exit_code, 2) << hosts << ": " << r.err;
+    EXPECT_EQ(r.first_err_line(), message) << hosts;
+  }
+}
+
 TEST(BadConfigCli, BadCommandLinesExitTwo) {
   TempDir dir;
   ProcessResult r = run_process({DEVMAP_COORDINATOR_BIN, "train"}, dir.path());
