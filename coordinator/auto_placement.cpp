@@ -1,13 +1,16 @@
 #include "coordinator/auto_placement.h"
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <unordered_map>
 
 #include "coordinator/calibration_cache.h"
 #include "coordinator/config_placement.h"
 #include "coordinator/json_writer.h"
 #include "coordinator/predict_job.h"
+#include "coordinator/signals.h"
 #include "coordinator/step_costs.h"
 #include "core/error.h"
 #include "core/format_bytes.h"
@@ -19,28 +22,32 @@ namespace {
 
 constexpr double kCpuBytesPerSecond = 10e9;  // memory bandwidth guesses where nothing was measured
 constexpr double kGpuBytesPerSecond = 1e12;
+constexpr double kPlacementSeconds = 20;       // the search's time bound
 constexpr LinkCost kAssumedPcie{10e-6, 12e9};  // pinned host <-> GPU copies: not calibrated yet
 constexpr LinkCost kAssumedHandoff{kEstimatedHandoffLatency, kEstimatedHandoffBytesPerSecond};
 
-// Op times from the calibration cache, by each device's cache key.
+// Op times from the calibration cache, by each device's cache key. Each
+// op's signature is made once (the planner asks for every op many times).
 class CalibratedOpTimes : public OpTimes {
  public:
   CalibratedOpTimes(const Graph& graph, CalibrationCache cache, std::map<std::string, std::string> keys)
-      : graph_(graph), cache_(std::move(cache)), keys_(std::move(keys)) {}
+      : cache_(std::move(cache)), keys_(std::move(keys)) {
+    for (int i = 0; i < graph.size(); ++i) signatures_.emplace(graph.node(i).name, op_signature(graph, i));
+  }
   std::optional<double> seconds(const Node& node, const std::string& device, int64_t batch,
                                 bool backward) const override {
     auto key = keys_.find(device);
-    const int index = graph_.find(node.name);
-    if (key == keys_.end() || index < 0) return std::nullopt;
-    const std::optional<OpSeconds> s = calibrated_op_seconds(cache_, key->second, op_signature(graph_, index), batch);
+    auto signature = signatures_.find(node.name);
+    if (key == keys_.end() || signature == signatures_.end()) return std::nullopt;
+    const std::optional<OpSeconds> s = calibrated_op_seconds(cache_, key->second, signature->second, batch);
     if (!s) return std::nullopt;
     return backward ? s->backward : s->forward;
   }
 
  private:
-  const Graph& graph_;
   CalibrationCache cache_;
   std::map<std::string, std::string> keys_;
+  std::unordered_map<std::string, std::string> signatures_;  // by op name
 };
 
 std::string ms(double seconds) {
@@ -123,7 +130,29 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
   if (config.train.micro_batches > 1) r.micro_batch_counts = {static_cast<int>(config.train.micro_batches)};
   r.optimizer_states = training ? optimizer_state_count(config.train.optimizer.kind) : 0;
   r.min_ring_slots = static_cast<int>(kEdgeSlots);
+  // The search stops at a stop signal, and with the best plan found by
+  // kPlacementSeconds; past a second it says what it does.
+  const auto started = std::chrono::steady_clock::now();
+  bool said = false, timed_out = false;
+  r.stop = [&] {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (s > 1 && !said) {
+      std::cerr << "devmap: placing " << graph.size() << " ops on " << r.devices.size()
+                << " devices (auto; Ctrl-C stops it)...\n";
+      said = true;
+    }
+    timed_out = timed_out || s > kPlacementSeconds;
+    return timed_out || interrupted();
+  };
   PlacementResult result = plan_placement(r);
+  if (interrupted()) throw_runtime("placement interrupted");
+  if (said || timed_out) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1f", s);
+    std::cerr << "devmap: placement searched " << result.plan.evaluations << " placements in " << seconds << " s"
+              << (timed_out ? " and stopped at its time bound with the best found" : "") << "\n";
+  }
   if (!result.fits) throw_invalid(config.path + ": " + format_no_fit(result.no_fit));
   // The plan, written into the config as if the user had placed it.
   const PlacementPlan& plan = result.plan;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,9 @@ struct PlacementRequest {
   // heuristic stops improving there; a chain search cut short there is not
   // exact (PlacementPlan::exact says so).
   int max_evaluations = 400;
+  // Polled before each placement is scored: true ends the search with the
+  // best placement found so far (a stop signal, a time bound). Empty: never.
+  std::function<bool()> stop;
 };
 
 // The divisors of `batch` up to `most` (64, 16: 1 2 4 8 16); batch itself

@@ -95,6 +95,9 @@ class PlacementScorer {
   // The schedule and memory plan of one choice of a complete placement.
   ScoredPlan detail(const std::vector<int>& placement, const ScheduleChoice& choice);
   int evaluations() const { return evaluations_; }
+  // Whether the search must stop scoring: `budget` evaluations reached, or
+  // the request's stop() says so.
+  bool out_of_budget(int budget) const { return evaluations_ >= budget || (request_.stop && request_.stop()); }
 
   // One op's forward (backward) seconds per micro-batch of `batch` samples
   // on planner device `device`: measured, else the analytical estimate.

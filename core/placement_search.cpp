@@ -262,7 +262,7 @@ class ChainSearch {
         if (j < lo) continue;
         for (int k = i; k < j; ++k) devices_[static_cast<size_t>(k)] = d;
         if (j == n) {
-          if (scorer_.evaluations() >= budget_) {
+          if (scorer_.out_of_budget(budget_)) {
             cut_short_ = true;
             return;
           }
@@ -389,7 +389,7 @@ std::vector<int> local_search(PlacementScorer& scorer, ScoreLog& log, std::vecto
     for (int op : movable_ops(scorer, current)) {
       for (int d = 0; d < scorer.device_count(); ++d) {
         if (d == current[static_cast<size_t>(op)]) continue;
-        if (scorer.evaluations() >= budget) return current;
+        if (scorer.out_of_budget(budget)) return current;
         std::vector<int> candidate = current;
         candidate[static_cast<size_t>(op)] = d;
         candidate = scorer.complete(std::move(candidate));

@@ -204,6 +204,36 @@ TEST_F(Safety, ACalibrationStoppedInItsHandoffProbeLeavesNothing) {
   }
 }
 
+// Point 6: `plan` of an `auto` config of thousands of ops over 16 devices
+// stops at a SIGINT (exit 130, saying so) instead of planning on.
+TEST_F(Safety, PlanStopsAtAnInterrupt) {
+  const std::string config = work_ + "/big.yaml";
+  {
+    std::ofstream out(config);
+    out << "model:\n  ops:\n"
+           "    - {name: image, op: input, shape: [1, 28, 28]}\n"
+           "    - {name: label, op: labels, classes: 10}\n"
+           "    - {name: flat, op: flatten, inputs: [image]}\n"
+           "    - {name: fc0, op: dense, inputs: [flat], units: 16}\n";
+    std::string prev = "fc0";
+    for (int i = 0; i < 7000; ++i) {
+      out << "    - {name: d" << i << ", op: dense, inputs: [" << prev << "], units: 16}\n";
+      out << "    - {name: a" << i << ", op: add, inputs: [d" << i << ", " << prev << "]}\n";
+      prev = "a" + std::to_string(i);
+    }
+    out << "    - {name: logits, op: dense, inputs: [" << prev << "], units: 10}\n"
+        << "    - {name: loss, op: softmax_cross_entropy, inputs: [logits, label]}\ndevices:\n";
+    for (int d = 0; d < 16; ++d) out << "  cpu:" << d << ": {threads: 1}\n";
+    out << "device_map: {default: auto}\n";
+  }
+  std::vector<std::string> argv = {"/usr/bin/env", "TMPDIR=" + work_, DEVMAP_COORDINATOR_BIN, "plan", config};
+  BackgroundProcess plan(argv, logs_);
+  std::this_thread::sleep_for(milliseconds(300));
+  ::kill(plan.pid(), SIGINT);
+  EXPECT_EQ(plan.wait(milliseconds(60000)), 130) << plan.err();
+  EXPECT_NE(plan.err().find("interrupted by SIGINT"), std::string::npos) << plan.err();
+}
+
 // Point 11: results that cannot be written to standard output (a full
 // disk) fail the run with the reason instead of exiting 0.
 TEST_F(Safety, ResultsThatCannotReachStandardOutputFailTheRun) {
