@@ -13,6 +13,7 @@
 #include "coordinator/batch_feeder.h"
 #include "coordinator/calibration_cache.h"
 #include "coordinator/dataset.h"
+#include "coordinator/run_outputs.h"
 #include "coordinator/run_resources.h"
 #include "coordinator/session.h"
 #include "coordinator/signals.h"
@@ -370,6 +371,8 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
   const int image = config.graph.find_role(OpRole::kImageInput);
   if (image < 0 || config.graph.find_role(OpRole::kLabelInput) < 0)
     throw_invalid(config.path + ": calibration trains the model, so it needs an input and a labels op");
+  // What is measured is kept: the cache must be writable before anything runs.
+  check_run_files(RunFiles{{}, {{"calibration cache", cache_path}}});
   const Dataset data = load_dataset("train", config.data.train_images, config.data.train_labels,
                                     2 * largest * (cal.warmup + std::max(cal.repeats, kContentionRepeats)),
                                     config.graph.node(image).out_shape);

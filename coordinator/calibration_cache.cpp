@@ -1,8 +1,13 @@
 #include "coordinator/calibration_cache.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -86,7 +91,10 @@ std::string format_seconds(double s) {
 
 std::string default_calibration_path() {
   if (const char* p = std::getenv("DEVMAP_CALIBRATION_CACHE"); p && *p) return p;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/devmap/calibration.tsv";
+  // A relative XDG_CACHE_HOME is ignored, as the XDG spec says (and as the
+  // FMA peak's cache does).
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/')
+    return std::string(x) + "/devmap/calibration.tsv";
   const char* home = std::getenv("HOME");
   return std::string(home && *home ? home : "/tmp") + "/.cache/devmap/calibration.tsv";
 }
@@ -121,6 +129,13 @@ std::string op_signature(const Graph& graph, int node) {
 
 CalibrationCache CalibrationCache::load(const std::string& path) {
   CalibrationCache cache;
+  std::error_code ec;
+  const auto type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::directory)
+    throw_invalid("the calibration cache '" + path + "' is a folder: name the file in it, e.g. " + path +
+                  "/calibration.tsv");
+  if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found)
+    throw_invalid("the calibration cache '" + path + "' is not a regular file: name a file");
   std::ifstream in(path);
   if (!in) return cache;
   std::string line;
@@ -152,7 +167,41 @@ CalibrationCache CalibrationCache::load(const std::string& path) {
   return cache;
 }
 
+void CalibrationCache::merge_into(CalibrationCache& older) const {
+  for (const auto& [k, v] : ops_) older.ops_.insert_or_assign(k, v);
+  for (const auto& [k, v] : optimizers_) older.optimizers_.insert_or_assign(k, v);
+  for (const auto& [k, v] : links_) older.links_.insert_or_assign(k, v);
+  for (const auto& [k, v] : rates_) older.rates_.insert_or_assign(k, v);
+  for (const auto& [k, v] : step_overhead_) older.step_overhead_.insert_or_assign(k, v);
+  for (const auto& [k, v] : contention_) older.contention_.insert_or_assign(k, v);
+}
+
 void CalibrationCache::save(const std::string& path) const {
+  // Under a lock beside the file, what another process saved since this
+  // cache was loaded is kept: its entries, with this cache's over them.
+  const std::string lock_path = path + ".lock";
+  std::error_code ec;
+  if (const std::filesystem::path p(path); p.has_parent_path())
+    std::filesystem::create_directories(p.parent_path(), ec);
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock >= 0) ::flock(lock, LOCK_EX);
+  CalibrationCache merged;
+  try {
+    merged = load(path);
+  } catch (const Error&) {
+    // a damaged file: this cache replaces it
+  }
+  merge_into(merged);
+  try {
+    merged.write(path);
+  } catch (...) {
+    if (lock >= 0) ::close(lock);
+    throw;
+  }
+  if (lock >= 0) ::close(lock);
+}
+
+void CalibrationCache::write(const std::string& path) const {
   std::ostringstream out;
   out << kHeader << "\n";
   for (const auto& [key, s] : ops_)

@@ -53,7 +53,10 @@ class CalibrationCache {
   // Reads `path`; a missing file is an empty cache. Throws devmap::Error
   // (kInvalidInput) naming the line of a malformed entry.
   static CalibrationCache load(const std::string& path);
-  // Writes every entry to `path` atomically (creating its folder).
+  // Writes every entry to `path` atomically (creating its folder), merged
+  // under a lock (`path`.lock) over what the file holds by then: two
+  // calibrations saving at once keep both's entries. Throws
+  // devmap::Error with the system's reason when it cannot write.
   void save(const std::string& path) const;
 
   std::optional<OpSeconds> op(const std::string& device_key, const std::string& signature, int64_t batch) const;
@@ -79,6 +82,8 @@ class CalibrationCache {
   }
 
  private:
+  void merge_into(CalibrationCache& older) const;  // this cache's entries over older's
+  void write(const std::string& path) const;       // atomically, as it is
   std::map<std::tuple<std::string, std::string, int64_t>, OpSeconds> ops_;
   std::map<std::pair<std::string, std::string>, double> optimizers_;
   std::map<std::pair<std::string, std::string>, LinkCost> links_;

@@ -108,7 +108,7 @@ std::string kind_held(const std::string& path) {
 bool role_writes(const std::string& role, const std::string& kind) {
   if (kind == "weights") return role == "train.checkpoint";
   if (kind == "a config") return role == "resolved config" || role == "--emit-map";
-  return false;
+  return role == "calibration cache";
 }
 
 }  // namespace

@@ -234,6 +234,32 @@ TEST_F(Safety, PlanStopsAtAnInterrupt) {
   EXPECT_NE(plan.err().find("interrupted by SIGINT"), std::string::npos) << plan.err();
 }
 
+// Point 10: two calibrations saving to one cache at once keep both's
+// entries (a rerun of either measures nothing); a folder as the cache and a
+// cache that cannot be written are refused before anything is measured.
+TEST_F(Safety, TheCalibrationCacheKeepsConcurrentWritersAndRefusesWhatItCannotWrite) {
+  const std::vector<std::string> env = {"XDG_CACHE_HOME=" + work_ + "/cache"};
+  auto calibrate = [&](const std::string& config) {
+    std::vector<std::string> argv = {"/usr/bin/env",         "TMPDIR=" + work_, env[0],
+                                     DEVMAP_COORDINATOR_BIN, "calibrate",       kConfigs + config};
+    fs::create_directories(logs_ + "/" + config);
+    return std::make_unique<BackgroundProcess>(argv, logs_ + "/" + config);
+  };
+  auto mlp = calibrate("fashion_mnist_mlp.yaml"), cnn = calibrate("fashion_mnist_cnn.yaml");
+  ASSERT_EQ(mlp->wait(milliseconds(240000)), 0) << mlp->err();
+  ASSERT_EQ(cnn->wait(milliseconds(240000)), 0) << cnn->err();
+  for (const char* config : {"fashion_mnist_mlp.yaml", "fashion_mnist_cnn.yaml"}) {
+    Result again = coordinator({"calibrate", kConfigs + config}, env);
+    EXPECT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_NE(again.out.find("(0 times measured now;"), std::string::npos) << config << ": " << again.out;
+  }
+  Result folder = coordinator({"calibrate", kConfigs + "fashion_mnist_mlp.yaml", "--calibration", work_});
+  EXPECT_EQ(folder.exit_code, 2) << folder.err;
+  EXPECT_EQ(folder.err.find("calibrate: cpu:0"), std::string::npos) << "measured before refusing: " << folder.err;
+  EXPECT_NE(folder.err.find("cannot write calibration cache '" + work_ + "': it is a folder"), std::string::npos)
+      << folder.err;
+}
+
 // Point 11: results that cannot be written to standard output (a full
 // disk) fail the run with the reason instead of exiting 0.
 TEST_F(Safety, ResultsThatCannotReachStandardOutputFailTheRun) {
