@@ -176,7 +176,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   });
   const int64_t done = writer.rows();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  bar.finish(images_per_second(done, t0));
+  bar.finish(images_per_second(done, t0), complete ? -1 : done);
   session.workers().shutdown();
   if (!writes) return complete ? 0 : 128 + interrupt_signal();
   metrics.begin();

@@ -33,8 +33,8 @@ void ProgressBar::update(int64_t done, const std::string& status) {
   }
 }
 
-void ProgressBar::finish(const std::string& status) {
-  draw(total_, status, true);
+void ProgressBar::finish(const std::string& status, int64_t done) {
+  draw(done < 0 ? total_ : done, status, true);
 }
 
 void ProgressBar::draw(int64_t done, const std::string& status, bool final) {

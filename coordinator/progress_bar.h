@@ -18,8 +18,9 @@ class ProgressBar {
   ProgressBar(std::string title, int64_t total, int64_t every);
   // Reports `done` of total units; `status` follows the counters.
   void update(int64_t done, const std::string& status);
-  // Ends the line with a final status.
-  void finish(const std::string& status);
+  // Ends the line with a final status, at `done` of total units (a run
+  // that stopped early), or at the total.
+  void finish(const std::string& status, int64_t done = -1);
 
  private:
   void draw(int64_t done, const std::string& status, bool final);

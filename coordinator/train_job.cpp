@@ -214,6 +214,7 @@ class Trainer {
     }
     files.outputs.push_back({"train.checkpoint", outputs_.checkpoint});
     files.outputs.push_back({"train.checkpoint", state_path_for(outputs_.checkpoint)});
+    files.outputs.push_back({"train.checkpoint", CheckpointLock::lock_path_for(outputs_.checkpoint)});
     for (const CheckpointFiles& c : store_.list()) {
       files.outputs.push_back({"train.checkpoint", c.weights});
       files.outputs.push_back({"train.checkpoint", c.state});
