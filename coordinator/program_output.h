@@ -9,12 +9,16 @@
 namespace devmap {
 
 struct ProgramOutput {
-  bool ran = false;  // false: it could not be started
-  int status = -1;   // its exit status; -1 when it did not exit normally
-  std::string text;  // stdout and stderr, trailing blanks removed
+  bool ran = false;        // false: it could not be started (not found, say)
+  int status = -1;         // its exit status; -1 when it did not exit normally
+  bool timed_out = false;  // it gave no end within the time bound and was killed
+  std::string text;        // stdout and stderr, trailing blanks removed
 };
 
-ProgramOutput run_program(const std::vector<std::string>& argv);
+// Runs argv[0] (looked up on PATH) with no standard input, at most
+// `timeout_seconds` (a wedged driver, a FIFO where a file was expected): then,
+// or at a stop signal, it is killed.
+ProgramOutput run_program(const std::vector<std::string>& argv, double timeout_seconds = 60);
 
 // run_program(argv) the first time this process asks for that argv, and
 // its remembered output after: for the queries whose answer a worker

@@ -54,6 +54,38 @@ TEST(CalibrationCache, AMissingFileIsEmptyAndADamagedOneNamesItsLine) {
   }
 }
 
+// Values no machine measures are refused with their line, before a planner
+// could divide or sort by them; CRLF line ends read as LF.
+TEST(CalibrationCache, NonFiniteAndAbsurdValuesAreRefusedWithTheirLine) {
+  test::TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"op\tdev\tsig\t16\tinf\t0.1", "'inf' is not a time in seconds (0 to 3600)"},
+      {"op\tdev\tsig\t16\t1e308\t0.1", "'1e308' is not a time in seconds (0 to 3600)"},
+      {"op\tdev\tsig\t16\t0x1p2000\t0.1", "'0x1p2000' is not a time in seconds (0 to 3600)"},
+      {"op\tdev\tsig\t16\tnan\t0.1", "'nan' is not a time in seconds (0 to 3600)"},
+      {"op\tdev\tsig\t0\t0.1\t0.1", "'0' is not a batch size (1 to 1e+09)"},
+      {"op\tdev\tsig\t1.5\t0.1\t0.1", "'1.5' is not a batch size (1 to 1e+09)"},
+      {"contention\tk\tinf", "'inf' is not a contention factor (0 to 100)"},
+      {"rate\tk\t0", "'0' is not a rate in FLOP/s (1 to 1e+17)"},
+      {"link\tm\tcpu->cpu\t1e30\t1e9", "'1e30' is not a latency in seconds (0 to 60)"},
+  };
+  for (const auto& [line, message] : cases) {
+    const std::string path = dir.write("bad.tsv", "# devmap calibration v1\n" + line + "\n");
+    try {
+      CalibrationCache::load(path);
+      ADD_FAILURE() << line << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+      EXPECT_NE(std::string(e.what()).find(path + ":2: " + message), std::string::npos) << e.what();
+    }
+  }
+  const std::string crlf =
+      dir.write("crlf.tsv", "# devmap calibration v1\r\nop\tdev\t" + key_hash("sig") + "\t16\t4.02469e-05\t0.1\r\n");
+  const auto op = CalibrationCache::load(crlf).op("dev", "sig", 16);
+  ASSERT_TRUE(op.has_value());
+  EXPECT_DOUBLE_EQ(op->forward, 4.02469e-05);
+}
+
 TEST(CalibrationCache, AnOpsSignatureNamesWhatItsTimeDependsOn) {
   const Graph g = reference_cnn();
   const std::string conv1 = op_signature(g, g.find("conv1"));
