@@ -271,6 +271,7 @@ void save_checkpoint(WorkerGroup& workers, const Graph& graph, const OptimizerCo
              {{"step", std::to_string(state.step)},
               {"epoch", std::to_string(state.epoch)},
               {"seed", std::to_string(state.seed)},
+              {"split", state.split},
               {"optimizer", optimizer_kind_name(optimizer.kind)}});
   write_file(workers, params, weights_path,
              {{"format", "pt"}, {"producer", "devmap"}, {"step", std::to_string(state.step)}});
@@ -315,6 +316,7 @@ TrainingState load_checkpoint(WorkerGroup& workers, const Graph& graph, const Op
   s.step = metadata_int(meta, "step", state_path);
   s.epoch = metadata_int(meta, "epoch", state_path);
   s.seed = static_cast<uint64_t>(metadata_int(meta, "seed", state_path));
+  if (auto split = meta.find("split"); split != meta.end()) s.split = split->second;
   if (metadata_int(weights_meta, "step", weights_path) != s.step)
     throw_invalid(weights_path + " and " + state_path +
                   " are from different steps (a save was interrupted): " + "resume from an earlier checkpoint");

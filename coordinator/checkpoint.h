@@ -20,6 +20,10 @@ struct TrainingState {
   int64_t step = 0;   // steps done
   int64_t epoch = 0;  // epochs completed
   uint64_t seed = 0;
+  // How a step was cut ("4 micro-batches of 16, 1f1b; gradient chunks of
+  // 32; 1 replica"): a resume that cuts it otherwise says so. Empty when
+  // the checkpoint predates it.
+  std::string split;
 };
 
 // "x/model.safetensors" -> "x/model" (a path without the extension stays).

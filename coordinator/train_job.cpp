@@ -258,6 +258,7 @@ class Trainer {
     Session session(config_, options_, graph_, SessionJob::train(tc_.batch_size, tc_.eval_batch_size, replica_.hosts));
     if (first && options_.log_placement) log_placement(config_, session.partition(), tc_.batch_size, std::cerr);
     const JobMemory& memory = session.memory();
+    split_ = split_text(memory);
     if (first) {
       for (const std::string& d : memory.decisions) std::cerr << "devmap: memory: " << d << "\n";
       for (const std::string& d : memory.micro_batch_statistics) std::cerr << "devmap: " << d << "\n";
@@ -470,12 +471,12 @@ class Trainer {
     if (!replica_.writes_outputs()) {  // replica 0 writes the job's checkpoints
       // Across hosts, this host's tensors go to rank 0's file.
       if (replica_.hosts)
-        save_checkpoint(group, graph_, tc_.optimizer, "", TrainingState{step_, epochs_done_, tc_.seed});
+        save_checkpoint(group, graph_, tc_.optimizer, "", TrainingState{step_, epochs_done_, tc_.seed, split_});
       last_saved_step_ = step_;
       return;
     }
     const std::string weights = store_.weights_for(step_);
-    save_checkpoint(group, graph_, tc_.optimizer, weights, TrainingState{step_, epochs_done_, tc_.seed});
+    save_checkpoint(group, graph_, tc_.optimizer, weights, TrainingState{step_, epochs_done_, tc_.seed, split_});
     // Non-finite weights never become the newest checkpoint.
     if (std::vector<std::string> bad = nonfinite_tensors(weights); !bad.empty()) {
       store_.discard(step_);
@@ -502,6 +503,17 @@ class Trainer {
   // The weights, the optimizer state and the step go back into the
   // workers; the data order and dropout masks follow from (seed, epoch,
   // step), so the run continues as if it had never stopped.
+  // How this run cuts a step, as TrainingState::split records it.
+  std::string split_text(const JobMemory& memory) const {
+    std::string s = memory.split.count > 1
+                        ? std::to_string(memory.split.count) + " micro-batches of " + std::to_string(memory.split.micro)
+                        : "one batch of " + std::to_string(memory.split.requested);
+    if (memory.rounds) s += std::string(", schedule ") + pipeline_kind_name(memory.pipeline.kind);
+    s += "; gradient chunks of " + std::to_string(tc_.gradient_chunk) + "; " + std::to_string(replica_.count) +
+         (replica_.count == 1 ? " replica" : " replicas");
+    return s;
+  }
+
   void resume_from_checkpoint(WorkerGroup& group) {
     std::optional<CheckpointFiles> c = reads_checkpoints() ? store_.latest_valid(std::cerr) : CheckpointFiles{};
     if (!c) throw_invalid("--resume: no checkpoint at " + store_.path() + " (train.checkpoint) is whole; see above");
@@ -509,6 +521,11 @@ class Trainer {
     if (state.seed != tc_.seed)
       throw_invalid(c->weights + " was trained with seed " + std::to_string(state.seed) + ", the config has " +
                     std::to_string(tc_.seed) + ": resume with the same train.seed");
+    if (!state.split.empty() && state.split != split_)
+      std::cerr << "devmap: warning: " << c->weights << " was trained with each step as " << state.split
+                << "; this run cuts it as " << split_
+                << ": the steps from here keep the bits of an uninterrupted run only if both cut the step into "
+                   "whole gradient chunks and add them in the same order\n";
     step_ = state.step;
     epochs_done_ = state.epoch;
     last_saved_step_ = step_;
@@ -554,6 +571,7 @@ class Trainer {
   int64_t steps_per_epoch_ = 0;
   std::unique_ptr<MetricsLog> metrics_;
   int64_t step_ = 0, epochs_done_ = 0;
+  std::string split_;  // how a step is cut (split_text), saved with each checkpoint
   int64_t restarts_ = 0, attempts_ = 0;
   bool saved_ = false;  // this run has written a checkpoint
   int64_t last_saved_step_ = -1;

@@ -260,6 +260,20 @@ TEST_F(Safety, TheCalibrationCacheKeepsConcurrentWritersAndRefusesWhatItCannotWr
       << folder.err;
 }
 
+// Point 13: a resume that cuts the step otherwise than the checkpoint's run
+// (another micro-batch count) says so.
+TEST_F(Safety, AResumeThatCutsTheStepOtherwiseSaysSo) {
+  Result first = coordinator(mlp_train(2, weights_));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  Result again =
+      coordinator(mlp_train(4, weights_, {"--resume", "--set", "train.pipeline={schedule: none, micro_batches: 2}"}));
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("was trained with each step as one batch of 32; gradient chunks of 32; 1 replica; this "
+                           "run cuts it as 2 micro-batches of 16, schedule none; gradient chunks of 32; 1 replica"),
+            std::string::npos)
+      << again.err;
+}
+
 // Point 11: results that cannot be written to standard output (a full
 // disk) fail the run with the reason instead of exiting 0.
 TEST_F(Safety, ResultsThatCannotReachStandardOutputFailTheRun) {
