@@ -13,6 +13,7 @@
 #include "coordinator/batch_feeder.h"
 #include "coordinator/calibration_cache.h"
 #include "coordinator/dataset.h"
+#include "coordinator/job_memory.h"
 #include "coordinator/run_outputs.h"
 #include "coordinator/run_resources.h"
 #include "coordinator/session.h"
@@ -357,8 +358,12 @@ struct Calibration {
 
 std::vector<int64_t> calibration_batches(const Config& config) {
   const int64_t batch = config.train.batch_size;
+  // No batch too small for the model's batch statistics (a [C] batch_norm needs 2).
+  const int64_t smallest = smallest_trainable_batch(config.graph);
   std::vector<int64_t> out;
-  for (int c : micro_batch_candidates(batch, 1, kAutoMaxMicroBatches)) out.push_back((batch + c - 1) / c);
+  for (int c : micro_batch_candidates(batch, 1, kAutoMaxMicroBatches))
+    if (const int64_t b = (batch + c - 1) / c; b >= smallest) out.push_back(b);
+  if (out.empty()) out.push_back(batch);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

@@ -164,6 +164,9 @@ JobMemory plan_run_memory(const Config& config, const PlanInputs& inputs, int64_
                                   config.path)
           : plan_job_memory(inputs, batch, eval_batch, config.path);
   const bool training = inputs.program->loss_node >= 0;
+  if (training)
+    check_batch_statistics(*inputs.graph, m.split.requested / std::max<int64_t>(m.split.count, 1), config.path,
+                           "micro-batches");
   if (training) m.micro_batch_statistics = micro_batch_statistics(*inputs.graph, m.split);
   if (!m.micro_batch_statistics.empty() && config.train.refuse_micro_batch_statistics)
     throw_invalid(config.path + ": " + m.micro_batch_statistics.front() +
@@ -173,6 +176,34 @@ JobMemory plan_run_memory(const Config& config, const PlanInputs& inputs, int64_
   attach_coordinator_memory(config, *inputs.graph, training, outputs, m);
   attach_shared_memory(config, *inputs.partition, m);
   return m;
+}
+
+int64_t smallest_trainable_batch(const Graph& graph, const Node** which) {
+  int64_t smallest = 1;
+  for (const Node& n : graph.nodes()) {
+    if (!n.schema->couples_samples || n.input_shapes.empty()) continue;
+    const Shape& s = n.input_shapes[0];  // per sample: [C] or [C, H, W]
+    const int64_t per_channel = s.rank() == 0 || s.dims()[0] == 0 ? 1 : s.numel() / s.dims()[0];
+    const int64_t need = (2 + per_channel - 1) / per_channel;
+    if (need > smallest) {
+      smallest = need;
+      if (which != nullptr) *which = &n;
+    }
+  }
+  return smallest;
+}
+
+void check_batch_statistics(const Graph& graph, int64_t samples, const std::string& config_path,
+                            const std::string& what) {
+  const Node* op = nullptr;
+  const int64_t need = smallest_trainable_batch(graph, &op);
+  if (samples >= need || op == nullptr) return;
+  throw_invalid(config_path + ": " + op->op() + " " + op->name + " computes its statistics over each batch's " +
+                op->input_shapes[0].to_string() + " features, and " + what + " of " + std::to_string(samples) +
+                (samples == 1 ? " sample give it one value" : " samples give it too few values") +
+                " per channel (it needs " + std::to_string(need) +
+                " samples): raise train.batch_size, lower "
+                "train.pipeline.micro_batches, or raise the devices' memory_limit");
 }
 
 std::vector<std::string> micro_batch_statistics(const Graph& graph, const BatchSplit& split) {

@@ -94,6 +94,18 @@ JobMemory plan_run_memory(const Config& config, const PlanInputs& inputs, int64_
 // op whose schema couples_samples ("... over micro-batches of 5 to 6, not
 // the step's 16" when they differ); empty when the step is not split.
 std::vector<std::string> micro_batch_statistics(const Graph& graph, const BatchSplit& split);
+
+// The fewest samples a training batch may hold: an op that couples its
+// samples (batch_norm) needs 2 values per channel, so 2 samples for [C]
+// features, 1 for [C, H, W]. `which`, when not null, gets the op that needs
+// the most (null when none needs more than 1).
+int64_t smallest_trainable_batch(const Graph& graph, const Node** which = nullptr);
+
+// Throws devmap::Error (kInvalidInput), naming the op and what to change,
+// when `what` ("micro-batches", "the last batch of each epoch") of
+// `samples` are fewer than smallest_trainable_batch.
+void check_batch_statistics(const Graph& graph, int64_t samples, const std::string& config_path,
+                            const std::string& what);
 // memory.micro_batch_statistics as a JSON list of strings.
 std::string micro_batch_statistics_json(const JobMemory& memory);
 

@@ -17,6 +17,7 @@
 #include "coordinator/checkpoint_lock.h"
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/dataset.h"
+#include "coordinator/job_memory.h"
 #include "coordinator/memory_report.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/profile_report.h"
@@ -132,6 +133,12 @@ class Trainer {
                     " replicas of data_parallel.replicas: change train.batch_size or data.train_limit so that it "
                     "has none or at least " +
                     std::to_string(replica_.count));
+    if (const int64_t last = train_.count % tc_.batch_size; last > 0)
+      check_batch_statistics(graph_, last, config.path,
+                             "the last batch of each epoch (" + std::to_string(train_.count) +
+                                 " training samples in "
+                                 "batches of " +
+                                 std::to_string(tc_.batch_size) + ")");
     resolve_schedule();
     if (options.resume && reads_checkpoints()) {
       if (store_.list().empty())

@@ -274,6 +274,40 @@ TEST_F(Safety, AResumeThatCutsTheStepOtherwiseSaysSo) {
       << again.err;
 }
 
+// Points 9 and 13: a batch_norm over [C] features needs 2 samples a batch.
+// Micro-batches of one sample and a last batch of one are refused before
+// anything runs (exit 2, naming the op and the fix); `micro_batches: auto`
+// calibrates no batch of one, and trains.
+TEST_F(Safety, BatchesTooSmallForBatchStatisticsAreRefusedAtThePlan) {
+  const std::string config = work_ + "/bn.yaml";
+  std::ofstream(config) << "model:\n  ops:\n"
+                           "    - {name: image, op: input, shape: [1, 28, 28]}\n"
+                           "    - {name: label, op: labels, classes: 10}\n"
+                           "    - {name: flat, op: flatten, inputs: [image]}\n"
+                           "    - {name: fc1, op: dense, inputs: [flat], units: 32}\n"
+                           "    - {name: bn1, op: batch_norm, inputs: [fc1]}\n"
+                           "    - {name: relu1, op: relu, inputs: [bn1]}\n"
+                           "    - {name: logits, op: dense, inputs: [relu1], units: 10}\n"
+                           "    - {name: loss, op: softmax_cross_entropy, inputs: [logits, label]}\n"
+                           "devices: {cpu:0: {threads: 1}}\n"
+                           "data: {train_limit: 320, test_limit: 64}\n"
+                           "train: {batch_size: 16, max_steps: 2}\n";
+  const std::string bn = "batch_norm bn1 computes its statistics over each batch's [32] features, and ";
+  Result micro = coordinator({"plan", config, "--set", "train.pipeline={schedule: none, micro_batches: 16}"});
+  EXPECT_EQ(micro.exit_code, 2) << micro.err;
+  EXPECT_NE(micro.err.find(config + ": " + bn + "micro-batches of 1 sample give it one value per channel"),
+            std::string::npos)
+      << micro.err;
+  Result last = coordinator({"train", config, "--set", "data.train_limit=65"});
+  EXPECT_EQ(last.exit_code, 2) << last.err;
+  EXPECT_NE(last.err.find(bn + "the last batch of each epoch (65 training samples in batches of 16) of 1 sample"),
+            std::string::npos)
+      << last.err;
+  Result autos = coordinator({"train", config, "--set", "train.pipeline.micro_batches=auto"},
+                             {"XDG_CACHE_HOME=" + work_ + "/cache"});
+  EXPECT_EQ(autos.exit_code, 0) << autos.err;
+}
+
 // Point 11: results that cannot be written to standard output (a full
 // disk) fail the run with the reason instead of exiting 0.
 TEST_F(Safety, ResultsThatCannotReachStandardOutputFailTheRun) {
