@@ -262,7 +262,12 @@ class Trainer {
 
   int attempt(bool resume) {
     const bool first = attempts_++ == 0;
-    Session session(config_, options_, graph_, SessionJob::train(tc_.batch_size, tc_.eval_batch_size, replica_.hosts));
+    // No step holds more samples than the data set has: slots are sized by
+    // what will be fed (a batch_size of 1000000 over 640 samples is one
+    // step of 640).
+    const int64_t step_batch = std::min(tc_.batch_size, std::max<int64_t>(train_.count, 1));
+    const int64_t eval_batch = std::min(tc_.eval_batch_size, std::max<int64_t>(test_.count, 1));
+    Session session(config_, options_, graph_, SessionJob::train(step_batch, eval_batch, replica_.hosts));
     if (first && options_.log_placement) log_placement(config_, session.partition(), tc_.batch_size, std::cerr);
     const JobMemory& memory = session.memory();
     split_ = split_text(memory);

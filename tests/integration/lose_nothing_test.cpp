@@ -308,6 +308,16 @@ TEST_F(Safety, BatchesTooSmallForBatchStatisticsAreRefusedAtThePlan) {
   EXPECT_EQ(autos.exit_code, 0) << autos.err;
 }
 
+// Point 13: a batch larger than the data set is planned (and its slots in
+// /dev/shm sized) for the samples there are.
+TEST_F(Safety, ABatchLargerThanTheDataSetIsPlannedForItsSamples) {
+  const std::string metrics = work_ + "/big_batch.jsonl";
+  Result r = coordinator(mlp_train(1, weights_, {"--set", "train.batch_size=1000000", "--metrics", metrics}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(read_file(metrics).find("\"event\":\"memory_plan\",\"batch\":320,"), std::string::npos)
+      << read_file(metrics);
+}
+
 // Point 11: results that cannot be written to standard output (a full
 // disk) fail the run with the reason instead of exiting 0.
 TEST_F(Safety, ResultsThatCannotReachStandardOutputFailTheRun) {
