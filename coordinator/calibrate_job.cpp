@@ -381,6 +381,15 @@ int64_t calibrate(const Config& config, const RunOptions& options, const Calibra
   const Dataset data = load_dataset("train", config.data.train_images, config.data.train_labels,
                                     2 * largest * (cal.warmup + std::max(cal.repeats, kContentionRepeats)),
                                     config.graph.node(image).out_shape);
+  // Every measured step needs its own samples: a batch the data cannot fill
+  // that often would record nothing (0 s).
+  const int64_t steps_needed = cal.warmup + std::max(cal.repeats, kContentionRepeats);
+  if (data.count < largest * steps_needed)
+    throw_invalid(config.path + ": calibrating batches of " + std::to_string(largest) + " takes " +
+                  std::to_string(steps_needed) + " steps of training samples (" +
+                  std::to_string(largest * steps_needed) + "), and the data set has " + std::to_string(data.count) +
+                  ": calibrate batches of at most " + std::to_string(std::max<int64_t>(data.count / steps_needed, 1)) +
+                  " (--batch-sizes)");
   RunOptions quiet = options;
   quiet.profile = false;
   quiet.trace_path.clear();

@@ -253,6 +253,14 @@ TEST_F(Safety, TheCalibrationCacheKeepsConcurrentWritersAndRefusesWhatItCannotWr
     EXPECT_EQ(again.exit_code, 0) << again.err;
     EXPECT_NE(again.out.find("(0 times measured now;"), std::string::npos) << config << ": " << again.out;
   }
+  // Point 9: a batch the data set cannot fill for every measured step is
+  // refused, instead of recording 0 s.
+  Result huge = coordinator({"calibrate", kConfigs + "fashion_mnist_mlp.yaml", "--batch-sizes", "30000"}, env);
+  EXPECT_EQ(huge.exit_code, 2) << huge.err;
+  EXPECT_NE(huge.err.find("calibrating batches of 30000 takes 12 steps of training samples (360000), and the data set "
+                          "has 60000: calibrate batches of at most 5000 (--batch-sizes)"),
+            std::string::npos)
+      << huge.err;
   Result folder = coordinator({"calibrate", kConfigs + "fashion_mnist_mlp.yaml", "--calibration", work_});
   EXPECT_EQ(folder.exit_code, 2) << folder.err;
   EXPECT_EQ(folder.err.find("calibrate: cpu:0"), std::string::npos) << "measured before refusing: " << folder.err;
