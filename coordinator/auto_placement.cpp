@@ -127,7 +127,12 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
   r.batch = batch > 0  ? batch
             : training ? config.train.batch_size
                        : (config.predict.batch > 0 ? config.predict.batch : config.train.eval_batch_size);
-  if (config.train.micro_batches > 1) r.micro_batch_counts = {static_cast<int>(config.train.micro_batches)};
+  // What the user set is kept: a micro-batch count (1 included), a schedule;
+  // replicas run lock-step micro-batches only.
+  if (config.train.micro_batches > 1 || (config.train.micro_batches_given && !config.train.auto_micro_batches()))
+    r.micro_batch_counts = {static_cast<int>(config.train.micro_batches)};
+  if (config.train.schedule_given) r.kinds = {config.train.pipeline};
+  if (config.data_parallel.replicas > 1) r.kinds = {PipelineKind::kNone};
   r.optimizer_states = training ? optimizer_state_count(config.train.optimizer.kind) : 0;
   r.min_ring_slots = static_cast<int>(kEdgeSlots);
   // The search stops at a stop signal, and with the best plan found by

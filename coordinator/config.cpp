@@ -148,6 +148,8 @@ TrainConfig read_train(const YamlSource& src, const YAML::Node& node) {
     MapReader pipe(src, map.value("pipeline"), section("train.pipeline"), config_keys::kPipeline);
     train.pipeline =
         parse_pipeline_kind(pipe.get_choice("schedule", pipeline_kind_name(train.pipeline), pipeline_kind_names()));
+    train.schedule_given = pipe.has("schedule");
+    train.micro_batches_given = pipe.has("micro_batches");
     const bool is_auto = pipe.has("micro_batches") && pipe.value("micro_batches").IsScalar() &&
                          pipe.value("micro_batches").Scalar() == "auto";
     if (is_auto) {

@@ -78,6 +78,9 @@ struct TrainConfig {
   // predicted step time (coordinator/job_memory.h).
   PipelineKind pipeline = PipelineKind::k1f1b;
   int64_t micro_batches = 1;
+  // Whether the config (or a --set) names them: `auto` placement then keeps
+  // them instead of choosing its own.
+  bool schedule_given = false, micro_batches_given = false;
   static constexpr int64_t kAutoMicroBatches = 0;
   bool auto_micro_batches() const { return micro_batches == kAutoMicroBatches; }
   // A loss that is NaN or infinite stops training (true), or is reported

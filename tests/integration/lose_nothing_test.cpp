@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "tests/integration/safety_fixture.h"
+#include "tests/support/metrics.h"
 
 namespace devmap::testing {
 namespace {
@@ -324,6 +325,18 @@ TEST_F(Safety, ABatchLargerThanTheDataSetIsPlannedForItsSamples) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(read_file(metrics).find("\"event\":\"memory_plan\",\"batch\":320,"), std::string::npos)
       << read_file(metrics);
+}
+
+// Point 8: `auto` placement keeps an explicit micro_batches: 1 and
+// schedule: none instead of choosing its own.
+TEST_F(Safety, AutoPlacementKeepsTheMicroBatchesAndScheduleTheUserSet) {
+  Result r = coordinator(
+      {"plan", kConfigs + "fashion_mnist_cnn_auto.yaml", "--set", "train.pipeline={schedule: none, micro_batches: 1}"},
+      {"XDG_CACHE_HOME=" + work_ + "/cache"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("predicted step"), std::string::npos) << r.out;
+  for (const std::string& line : lines_with(r.out, "micro-batch"))
+    EXPECT_NE(line.find("1 micro-batch of 64, none"), std::string::npos) << line;
 }
 
 // Point 11: results that cannot be written to standard output (a full
