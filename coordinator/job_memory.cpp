@@ -97,6 +97,14 @@ JobMemory plan_pipelined_memory(const PlanInputs& inputs, int64_t batch, int64_t
     for (PlanDevice& d : in.devices) d.sets = pipeline.sets_of(*inputs.partition, d.name);
     MemoryPlan plan = plan_memory(in, micro);
     if (plan.fits() || micro == 1 || count >= kMaxMicroBatches) {
+      // Lock-step rounds past the rounds' cap: lock-step micro-batches (the
+      // same bits), which take any count.
+      if (!plan.fits() && request.kind == PipelineKind::kNone) {
+        JobMemory lockstep = plan_job_memory(inputs, batch, eval_batch, config_path);
+        lockstep.decisions.push_back("schedule none: more micro-batches than a round takes (" +
+                                     std::to_string(kMaxMicroBatches) + "), so lock-step micro-batches");
+        return lockstep;
+      }
       if (!plan.fits())
         throw_invalid(config_path + ": a pipelined step does not fit the devices' memory_limit even as " +
                       std::to_string(count) + " micro-batches of " + std::to_string(micro) +

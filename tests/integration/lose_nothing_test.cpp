@@ -339,6 +339,20 @@ TEST_F(Safety, AutoPlacementKeepsTheMicroBatchesAndScheduleTheUserSet) {
     EXPECT_NE(line.find("1 micro-batch of 64, none"), std::string::npos) << line;
 }
 
+// Point 8: lock-step rounds (schedule none, micro_batches 2) that a budget
+// forces past the rounds' cap of 256 run as lock-step micro-batches, as
+// micro_batches 1 does, instead of being refused.
+TEST_F(Safety, ABudgetSplitPastTheRoundsCapRunsLockStep) {
+  Result r =
+      coordinator({"plan", kConfigs + "fashion_mnist_cnn.yaml", "--batch", "10000", "--set",
+                   "devices.cpu:0.memory_limit=64MiB", "--set", "train.pipeline={schedule: none, micro_batches: 2}"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("running 345 micro-batches: 340 of 29 and 5 of 28"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("schedule none: more micro-batches than a round takes (256), so lock-step micro-batches"),
+            std::string::npos)
+      << r.out;
+}
+
 // Point 11: results that cannot be written to standard output (a full
 // disk) fail the run with the reason instead of exiting 0.
 TEST_F(Safety, ResultsThatCannotReachStandardOutputFailTheRun) {
