@@ -5,8 +5,10 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "coordinator/auto_placement.h"
@@ -27,6 +29,17 @@
 
 namespace devmap {
 namespace {
+
+std::string lowercase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// localhost and the loopback addresses name whatever machine a rank is on.
+bool names_own_machine(const std::string& name) {
+  const std::string n = lowercase(name);
+  return n == "localhost" || n.rfind("localhost.", 0) == 0 || n.rfind("127.", 0) == 0;
+}
 
 std::vector<std::string> ipv4_addresses() {
   std::vector<std::string> out;
@@ -93,8 +106,23 @@ std::optional<std::string> two_ranks_on_a_host(const std::vector<RankFacts>& ran
 std::optional<std::string> hosts_differ(const std::vector<RankFacts>& ranks, const Config& config, bool launched) {
   if (config.hosts.empty()) return std::nullopt;  // the hosts are the launcher's
   const std::string at = config.hosts_loc.prefix();
+  // Two listed names for one rank's machine ([vm, 127.0.0.1]) would run as one host.
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    std::vector<std::string> names;
+    for (const std::string& host : config.hosts)
+      if (names_host(host, ranks[r])) names.push_back(host);
+    if (names.size() > 1)
+      return at + "hosts: " + join_names(names) + " all name the machine of " + rank_on(r, ranks[r]) +
+             ": list each host once (localhost and 127.x name a rank's own machine)";
+  }
   for (const std::string& host : config.hosts) {
-    if (std::any_of(ranks.begin(), ranks.end(), [&](const RankFacts& r) { return names_host(host, r); })) continue;
+    std::set<std::string> machines;
+    for (const RankFacts& r : ranks)
+      if (names_host(host, r)) machines.insert(lowercase(r.host));
+    if (machines.size() > 1)
+      return at + "hosts: " + devmap::quoted(host) + " names the machine of every rank (" + rank_hosts(ranks) +
+             "): name each host";
+    if (!machines.empty()) continue;
     if (!launched)
       return at + "hosts: the config spans " + join_names(config.hosts) + ", and this process runs on " +
              ranks[0].host + " without an MPI launcher: start the job with scripts/launch.sh --hosts " +
@@ -190,9 +218,10 @@ RankFacts local_rank_facts(const std::string& host, const Config& config) {
 }
 
 bool names_host(const std::string& name, const RankFacts& rank) {
-  if (name == rank.host) return true;
-  if (rank.host.size() > name.size() && rank.host.compare(0, name.size(), name) == 0 && rank.host[name.size()] == '.')
-    return true;
+  // Host names ignore case; localhost and 127.x name the rank's own machine.
+  const std::string n = lowercase(name), host = lowercase(rank.host);
+  if (n == host || names_own_machine(n)) return true;
+  if (host.size() > n.size() && host.compare(0, n.size(), n) == 0 && host[n.size()] == '.') return true;
   return std::find(rank.addresses.begin(), rank.addresses.end(), name) != rank.addresses.end();
 }
 

@@ -57,6 +57,23 @@ TEST(JobRanks, TheLauncherIsRecognisedByItsVariables) {
   }
 }
 
+// Host names ignore case; localhost and 127.x name a rank's own machine, so
+// one listed beside that machine's name, or for ranks on several machines,
+// is refused.
+TEST(JobRanks, LocalhostNamesARanksOwnMachineAndCaseIsIgnored) {
+  const Config local = load_config_text(kMinimalModel + "hosts: [localhost]\ndevices: {cpu:0: {}}\n", "a.yaml");
+  EXPECT_TRUE(names_host("localhost", facts("node1", local)));
+  EXPECT_TRUE(names_host("127.0.0.1", facts("node1", local)));
+  EXPECT_TRUE(names_host("NODE1", facts("node1", local)));
+  EXPECT_EQ(problem({facts("node1", local)}, local, false), "(none)");
+  const Config twice = load_config_text(kMinimalModel + "hosts: [node1, 127.0.0.1]\ndevices: {cpu:0: {}}\n", "a.yaml");
+  EXPECT_EQ(problem({facts("node1", twice)}, twice),
+            "a.yaml:8:1: hosts: node1, 127.0.0.1 all name the machine of rank 0 on node1: list each host once "
+            "(localhost and 127.x name a rank's own machine)");
+  EXPECT_EQ(problem({facts("node1", local), facts("node2", local)}, local),
+            "a.yaml:8:1: hosts: 'localhost' names the machine of every rank (node1, node2): name each host");
+}
+
 TEST(JobRanks, AHostIsNamedByItsNameItsFirstLabelOrAnAddress) {
   RankFacts r;
   r.host = "node1.cluster.lan";
