@@ -177,13 +177,14 @@ void CalibrationCache::merge_into(CalibrationCache& older) const {
 }
 
 void CalibrationCache::save(const std::string& path) const {
-  // Under a lock beside the file, what another process saved since this
-  // cache was loaded is kept: its entries, with this cache's over them.
-  const std::string lock_path = path + ".lock";
+  // Under a lock on the file's folder (no file of its own is left), what
+  // another process saved since this cache was loaded is kept: its
+  // entries, with this cache's over them.
+  const std::filesystem::path p(path);
+  const std::filesystem::path folder = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
   std::error_code ec;
-  if (const std::filesystem::path p(path); p.has_parent_path())
-    std::filesystem::create_directories(p.parent_path(), ec);
-  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  std::filesystem::create_directories(folder, ec);
+  const int lock = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (lock >= 0) ::flock(lock, LOCK_EX);
   CalibrationCache merged;
   try {

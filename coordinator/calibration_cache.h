@@ -54,7 +54,7 @@ class CalibrationCache {
   // (kInvalidInput) naming the line of a malformed entry.
   static CalibrationCache load(const std::string& path);
   // Writes every entry to `path` atomically (creating its folder), merged
-  // under a lock (`path`.lock) over what the file holds by then: two
+  // under a lock on its folder over what the file holds by then: two
   // calibrations saving at once keep both's entries. Throws
   // devmap::Error with the system's reason when it cannot write.
   void save(const std::string& path) const;
