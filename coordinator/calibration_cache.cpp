@@ -136,6 +136,11 @@ CalibrationCache CalibrationCache::load(const std::string& path) {
                   "/calibration.tsv");
   if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found)
     throw_invalid("the calibration cache '" + path + "' is not a regular file: name a file");
+  if (const uintmax_t bytes = type == std::filesystem::file_type::regular ? std::filesystem::file_size(path, ec) : 0;
+      !ec && bytes > kMaxFileBytes)
+    throw_invalid("the calibration cache '" + path + "' holds " + std::to_string(bytes >> 20) +
+                  " MiB, more than devmap writes (at most " + std::to_string(kMaxFileBytes >> 20) +
+                  " MiB): delete it to calibrate again");
   std::ifstream in(path);
   if (!in) return cache;
   std::string line;
@@ -176,6 +181,18 @@ void CalibrationCache::merge_into(CalibrationCache& older) const {
   for (const auto& [k, v] : contention_) older.contention_.insert_or_assign(k, v);
 }
 
+void CalibrationCache::keep_only(const std::set<std::string>& keys) {
+  const auto erase_others = [&](auto& entries, const auto& key_of) {
+    std::erase_if(entries, [&](const auto& e) { return !keys.contains(key_of(e.first)); });
+  };
+  erase_others(ops_, [](const auto& k) { return std::get<0>(k); });
+  erase_others(optimizers_, [](const auto& k) { return k.first; });
+  erase_others(links_, [](const auto& k) { return k.first; });
+  erase_others(rates_, [](const auto& k) { return k; });
+  erase_others(step_overhead_, [](const auto& k) { return k; });
+  erase_others(contention_, [](const auto& k) { return k; });
+}
+
 void CalibrationCache::save(const std::string& path) const {
   // Under a lock on the file's folder (no file of its own is left), what
   // another process saved since this cache was loaded is kept: its
@@ -193,6 +210,7 @@ void CalibrationCache::save(const std::string& path) const {
     // a damaged file: this cache replaces it
   }
   merge_into(merged);
+  if (merged.size() > kMaxEntries && !measured_keys_.empty()) merged.keep_only(measured_keys_);
   try {
     merged.write(path);
   } catch (...) {
@@ -236,6 +254,7 @@ std::map<int64_t, OpSeconds> CalibrationCache::op_sizes(const std::string& devic
 }
 
 void CalibrationCache::put_op(const std::string& device_key, const std::string& signature, int64_t batch, OpSeconds s) {
+  measured_keys_.insert(device_key);
   ops_[{device_key, key_hash(signature), batch}] = s;
 }
 
@@ -245,6 +264,7 @@ std::optional<double> CalibrationCache::optimizer(const std::string& device_key,
 
 void CalibrationCache::put_optimizer(const std::string& device_key, const std::string& optimizer,
                                      double seconds_per_param) {
+  measured_keys_.insert(device_key);
   optimizers_[{device_key, optimizer}] = seconds_per_param;
 }
 
@@ -253,6 +273,7 @@ std::optional<double> CalibrationCache::rate(const std::string& device_key) cons
 }
 
 void CalibrationCache::put_rate(const std::string& device_key, double flops_per_s) {
+  measured_keys_.insert(device_key);
   rates_[device_key] = flops_per_s;
 }
 
@@ -261,6 +282,7 @@ std::optional<double> CalibrationCache::step_overhead(const std::string& device_
 }
 
 void CalibrationCache::put_step_overhead(const std::string& device_key, double seconds) {
+  measured_keys_.insert(device_key);
   step_overhead_[device_key] = seconds;
 }
 
@@ -269,6 +291,7 @@ std::optional<double> CalibrationCache::contention(const std::string& devices_ke
 }
 
 void CalibrationCache::put_contention(const std::string& devices_key, double contention) {
+  measured_keys_.insert(devices_key);
   contention_[devices_key] = contention;
 }
 
@@ -279,6 +302,7 @@ std::optional<LinkCost> CalibrationCache::link(const std::string& machine_key, c
 
 void CalibrationCache::put_link(const std::string& machine_key, const std::string& from_kind,
                                 const std::string& to_kind, LinkCost cost) {
+  measured_keys_.insert(machine_key);
   links_[{machine_key, from_kind + "->" + to_kind}] = cost;
 }
 

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -53,10 +54,17 @@ class CalibrationCache {
   // Reads `path`; a missing file is an empty cache. Throws devmap::Error
   // (kInvalidInput) naming the line of a malformed entry.
   static CalibrationCache load(const std::string& path);
+  // The most entries a saved file keeps, and the largest file load() reads
+  // (a file of that many entries is a fraction of it).
+  static constexpr size_t kMaxEntries = 20000;
+  static constexpr uint64_t kMaxFileBytes = 16 << 20;
+
   // Writes every entry to `path` atomically (creating its folder), merged
   // under a lock on its folder over what the file holds by then: two
   // calibrations saving at once keep both's entries. Throws
   // devmap::Error with the system's reason when it cannot write.
+  // Past kMaxEntries, only the keys this cache measured (put) stay: keys
+  // change with every worker build, so the others are mostly stale.
   void save(const std::string& path) const;
 
   std::optional<OpSeconds> op(const std::string& device_key, const std::string& signature, int64_t batch) const;
@@ -82,14 +90,16 @@ class CalibrationCache {
   }
 
  private:
-  void merge_into(CalibrationCache& older) const;  // this cache's entries over older's
-  void write(const std::string& path) const;       // atomically, as it is
+  void merge_into(CalibrationCache& older) const;     // this cache's entries over older's
+  void keep_only(const std::set<std::string>& keys);  // drops the entries of other keys
+  void write(const std::string& path) const;          // atomically, as it is
   std::map<std::tuple<std::string, std::string, int64_t>, OpSeconds> ops_;
   std::map<std::pair<std::string, std::string>, double> optimizers_;
   std::map<std::pair<std::string, std::string>, LinkCost> links_;
   std::map<std::string, double> rates_;
   std::map<std::string, double> step_overhead_;
   std::map<std::string, double> contention_;
+  std::set<std::string> measured_keys_;  // the device, machine and devices keys put here
 };
 
 }  // namespace devmap

@@ -86,6 +86,41 @@ TEST(CalibrationCache, NonFiniteAndAbsurdValuesAreRefusedWithTheirLine) {
   EXPECT_DOUBLE_EQ(op->forward, 4.02469e-05);
 }
 
+// The file stays bounded: past kMaxEntries a save keeps only the keys it
+// measured (the others belong to earlier worker builds, mostly), and a file
+// larger than devmap writes is refused with its size.
+TEST(CalibrationCache, TheFileIsBoundedAndPrunedToWhatWasMeasured) {
+  test::TempDir dir;
+  const std::string path = dir.file("cal.tsv");
+  {
+    std::string text = "# devmap calibration v1\n";
+    for (size_t i = 0; i <= CalibrationCache::kMaxEntries; ++i)
+      text += "op\told\t" + key_hash("sig") + "\t" + std::to_string(i + 1) + "\t0.001\t0.002\n";
+    dir.write("cal.tsv", text);
+  }
+  CalibrationCache c = CalibrationCache::load(path);
+  EXPECT_EQ(c.size(), CalibrationCache::kMaxEntries + 1);
+  c.put_op("new", "sig", 64, OpSeconds{1e-3, 2e-3});
+  c.put_link("machine", "cpu", "cpu", LinkCost{4e-5, 8e9});
+  c.save(path);
+  const CalibrationCache back = CalibrationCache::load(path);
+  EXPECT_EQ(back.size(), 2u);
+  EXPECT_TRUE(back.op("new", "sig", 64).has_value());
+  EXPECT_FALSE(back.op("old", "sig", 1).has_value());
+  const std::string huge =
+      dir.write("huge.tsv", "# devmap calibration v1\n" + std::string(CalibrationCache::kMaxFileBytes, '#') + "\n");
+  try {
+    CalibrationCache::load(huge);
+    FAIL() << "a 16 MiB cache was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the calibration cache '" + huge +
+                                         "' holds 16 MiB, more than devmap writes (at most 16 MiB): delete it to "
+                                         "calibrate again"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CalibrationCache, AnOpsSignatureNamesWhatItsTimeDependsOn) {
   const Graph g = reference_cnn();
   const std::string conv1 = op_signature(g, g.find("conv1"));
