@@ -65,7 +65,7 @@ RunResources::RunResources() : run_id_(make_run_id()), dir_(temp_root() + "/devm
     ::close(lock_fd_);
     throw_runtime("cannot create run directory " + dir_ + ": " + std::strerror(err));
   }
-  mark_run_dir(dir_, run_id_);
+  marker_fd_ = mark_run_dir(dir_, run_id_);
   start_guard();
 }
 
@@ -106,6 +106,7 @@ void RunResources::start_guard() {
 RunResources::~RunResources() {
   // The sockets the run left in its folder, its marker, then the folder.
   remove_run_dir(dir_, run_id_);
+  if (marker_fd_ >= 0) ::close(marker_fd_);
   // Last: until the lock file goes, a sweep leaves the run's names alone.
   ::unlink(run_lock_path(run_id_).c_str());
   ::close(lock_fd_);

@@ -43,6 +43,7 @@ class RunResources {
 
   std::string run_id_;
   int lock_fd_ = -1;
+  int marker_fd_ = -1;  // locked for the run's life (transport/run_cleanup.h)
   std::string dir_;
   int guard_fd_ = -1;  // the write end of the guard's stdin: it reads end-of-file when this process ends
   pid_t guard_pid_ = -1;

@@ -78,7 +78,10 @@ std::vector<std::string> remove_stale_runs(const std::string& shm_dir, const std
   for (const auto& entry : fs::directory_iterator(tmp, ec)) {
     std::string name = entry.path().filename().string();
     const std::string id = run_id_of(name);
-    if (id.empty() || name != "devmap-" + id || !is_run_dir(entry.path().string(), id) || !run_over(id, shm_dir))
+    // The folder's own marker says whether its run lives (its lock in this
+    // /dev/shm may be gone already: another run's sweep removes it).
+    if (id.empty() || name != "devmap-" + id || !is_run_dir(entry.path().string(), id) ||
+        run_dir_in_use(entry.path().string()) || !pid_gone(run_owner_pid(name)))
       continue;
     if (remove_run_dir(entry.path().string(), id)) removed.push_back(entry.path().string());
   }

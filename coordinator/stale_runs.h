@@ -6,10 +6,12 @@
 // liveness does not depend on pids: a run in another PID namespace that
 // shares /dev/shm (a container) is alive while it holds its lock. A run is
 // over when its lock file exists, is held by no one, and its pid is not a
-// live process here. Without the lock file nothing of the run is touched (a
-// run of another namespace with its own /dev/shm, a user's folder that only
-// looks like a run's name). A folder goes only when it carries the run's
-// marker, and then only what the run makes in it (transport/run_cleanup.h).
+// live process here; without the lock file no segment of the run is
+// touched. A folder goes only when it carries the run's marker, no process
+// holds the marker's lock (a run of another namespace with its own
+// /dev/shm holds its own) and its pid is gone here; then only what the run
+// makes in it (transport/run_cleanup.h). A user's folder that only looks
+// like a run's name is never touched.
 // A live run is never touched, so concurrent runs are safe.
 #pragma once
 

@@ -1,6 +1,8 @@
 #include "transport/run_cleanup.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,8 +31,27 @@ std::vector<std::string> remove_run_files(const std::string& segment_prefix, con
   return removed;
 }
 
-void mark_run_dir(const std::string& dir, const std::string& run_id) {
-  std::ofstream(run_marker_path(dir), std::ios::trunc) << run_id;
+int mark_run_dir(const std::string& dir, const std::string& run_id) {
+  // Locked under a temporary name, then renamed: the marker is never seen
+  // unlocked while its run lives.
+  const std::string marker = run_marker_path(dir), tmp = marker + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  if (::flock(fd, LOCK_EX) != 0 || ::write(fd, run_id.data(), run_id.size()) != static_cast<ssize_t>(run_id.size()) ||
+      ::rename(tmp.c_str(), marker.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool run_dir_in_use(const std::string& dir) {
+  const int fd = ::open(run_marker_path(dir).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+  ::close(fd);
+  return held;
 }
 
 bool is_run_dir(const std::string& dir, const std::string& run_id) {

@@ -17,8 +17,14 @@ std::vector<std::string> remove_run_files(const std::string& segment_prefix, con
                                           const std::string& shm_dir = "/dev/shm");
 
 // Writes run `run_id`'s marker (run_marker_path) into `dir`, the folder the
-// run has just made.
-void mark_run_dir(const std::string& dir, const std::string& run_id);
+// run has just made, holding an advisory lock (flock) on it from before it
+// appears under its name: the run keeps the returned descriptor open for
+// its life, so the folder's own marker says whether its run is live, in
+// any PID namespace that shares the folder. -1 when it cannot be written.
+int mark_run_dir(const std::string& dir, const std::string& run_id);
+
+// Whether a live process holds the lock of `dir`'s marker.
+bool run_dir_in_use(const std::string& dir);
 
 // Whether `dir` is run `run_id`'s own folder: a directory (not a link)
 // named devmap-<run id> that holds the run's marker with the run id.

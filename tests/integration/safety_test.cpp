@@ -278,12 +278,14 @@ TEST_F(Safety, SweepSparesRunsThatHoldTheirLock) {
   ASSERT_EQ(::flock(fd, LOCK_EX), 0);
   std::ofstream(segment) << "a live run's tensors";
   fs::create_directories(run_dir);
-  mark_run_dir(run_dir, id);  // as the run made its folder
+  const int marker = mark_run_dir(run_dir, id);  // as the run made its folder, locked while it lives
+  ASSERT_GE(marker, 0);
   Result r = coordinator(mlp_train(1, weights_));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::exists(segment) && fs::exists(lock) && fs::exists(run_dir)) << r.err;
   EXPECT_EQ(read_file(segment), "a live run's tensors");
   ::close(fd);  // the run is over
+  ::close(marker);
   Result s = coordinator(mlp_train(1, weights_));
   EXPECT_EQ(s.exit_code, 0) << s.err;
   EXPECT_FALSE(fs::exists(segment) || fs::exists(lock) || fs::exists(run_dir)) << s.err;

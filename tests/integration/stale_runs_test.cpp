@@ -42,11 +42,17 @@ TEST(StaleRuns, OwnerPidIsReadFromTheRunName) {
   EXPECT_EQ(run_owner_pid("other-1234-x"), -1);
 }
 
-// A folder as a crashed run leaves it: its marker and a socket.
-std::string crashed_run_folder(const std::string& tmp, const std::string& run_id) {
+// A folder as a crashed run leaves it: its marker (no longer locked) and a
+// socket. With `live`, the marker's lock stays held until *live is closed.
+std::string crashed_run_folder(const std::string& tmp, const std::string& run_id, int* live = nullptr) {
   const std::string dir = tmp + "/devmap-" + run_id;
   std::filesystem::create_directories(dir);
-  mark_run_dir(dir, run_id);
+  const int marker = mark_run_dir(dir, run_id);
+  EXPECT_GE(marker, 0);
+  if (live != nullptr)
+    *live = marker;
+  else
+    ::close(marker);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -89,7 +95,7 @@ TEST(StaleRuns, ASegmentIsRemovedOnlyOnceItsOwnerIsGone) {
 
 // Nothing without proof of being a run's own goes: a user's folder whose
 // name only looks like a run's, a run's folder without its marker, one
-// whose marker names another run, one whose run has no lock file here (a
+// whose marker names another run, one whose marker a live run holds (a
 // run of another PID namespace with its own /dev/shm), a link to a folder,
 // and from a run's folder anything the run did not make (with it, the
 // folder stays).
@@ -107,8 +113,11 @@ TEST(StaleRuns, NothingWithoutProofOfBeingARunsIsRemoved) {
   const std::string other_id = pid + "-0000000000000002", other = crashed_run_folder(tmp.path(), other_id);
   { std::ofstream(other + "/devmap-run", std::ios::trunc) << pid + "-0000000000000009"; }
   leave_lock(other_id);
-  const std::string foreign_id = pid + "-0000000000000003";  // no lock file in this /dev/shm
-  const std::string foreign = crashed_run_folder(tmp.path(), foreign_id);
+  // A live run of another PID namespace: no lock file in this /dev/shm, its
+  // pid means nothing here, and it holds its marker's lock.
+  const std::string foreign_id = pid + "-0000000000000003";
+  int foreign_marker = -1;
+  const std::string foreign = crashed_run_folder(tmp.path(), foreign_id, &foreign_marker);
   const std::string kept_id = pid + "-0000000000000004", kept = crashed_run_folder(tmp.path(), kept_id);
   fs::create_directories(kept + "/results");
   { std::ofstream(kept + "/results/model.safetensors") << "weights"; }
@@ -129,6 +138,7 @@ TEST(StaleRuns, NothingWithoutProofOfBeingARunsIsRemoved) {
   EXPECT_TRUE(fs::exists(kept + "/results/model.safetensors"));
   EXPECT_FALSE(fs::exists(kept + "/control.sock"));
   for (const std::string& id : {unmarked_id, other_id, kept_id, target_id}) ::unlink(run_lock_path(id).c_str());
+  ::close(foreign_marker);
 }
 
 }  // namespace
