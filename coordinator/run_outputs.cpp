@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "coordinator/atomic_file.h"
 #include "coordinator/step_costs.h"
 #include "core/error.h"
 
@@ -132,8 +133,7 @@ void check_run_files(const RunFiles& files) {
   }
   // Then what each output would replace.
   for (const RunFile& out : files.outputs) {
-    struct stat st {};
-    if (out.role == "train.checkpoint" && ::lstat(out.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    if (out.role == "train.checkpoint" && !AtomicFile::renames_into_place(out.path))
       throw_invalid(quoted(out) +
                     " is not a regular file: a checkpoint is written beside it and renamed into its "
                     "place, which would replace it; name a file");

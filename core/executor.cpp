@@ -314,6 +314,7 @@ void Executor::enable_profile() {
 void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t batch, const StepInfo& info,
                    bool accumulate) {
   KernelContext ctx = context(info);
+  std::vector<TensorView> inputs, params;  // reused by every forward of the pass
   timed_.clear();
   if (timer_) timer_->clear();  // what a pass that threw left
   for (int k = begin; k < end; ++k) {
@@ -342,7 +343,7 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
       }
     }
     switch (ins.kind) {
-      case InstrKind::kForward: run_kernel_forward(ins, batch, ctx, info.continues_step); break;
+      case InstrKind::kForward: run_kernel_forward(ins, batch, ctx, info.continues_step, inputs, params); break;
       case InstrKind::kBackward: run_kernel_backward(ins, batch, ctx, accumulate); break;
       case InstrKind::kSumGrads: {
         TensorView out = view(ins.out[0], batch);
@@ -464,9 +465,11 @@ bool Executor::runs_by_chunk(const Node& node, int64_t batch, bool training) con
   return training && gradient_chunk_ > 0 && batch > gradient_chunk_ && !node.schema->couples_samples;
 }
 
-void Executor::run_kernel_forward(const Instr& ins, int64_t batch, KernelContext& ctx, bool continues_step) {
+void Executor::run_kernel_forward(const Instr& ins, int64_t batch, KernelContext& ctx, bool continues_step,
+                                  std::vector<TensorView>& inputs, std::vector<TensorView>& params) {
   const Node& node = graph_.node(ins.node);
-  std::vector<TensorView> inputs, params;
+  inputs.clear();
+  params.clear();
   for (int t : ins.in) inputs.push_back(view(t, batch));
   for (int pi : node_params_[static_cast<size_t>(ins.node)])
     params.push_back(params_[static_cast<size_t>(pi)].value_view());

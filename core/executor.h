@@ -187,7 +187,9 @@ class Executor {
   void run(const std::vector<Instr>& instrs, int begin, int end, int64_t batch, const StepInfo& info, bool accumulate);
   void copy_staged_inputs(int64_t batch);
   void copy_staged_outputs(int64_t batch);
-  void run_kernel_forward(const Instr& ins, int64_t batch, KernelContext& ctx, bool continues_step);
+  // `inputs` and `params`: the pass's scratch lists, refilled here.
+  void run_kernel_forward(const Instr& ins, int64_t batch, KernelContext& ctx, bool continues_step,
+                          std::vector<TensorView>& inputs, std::vector<TensorView>& params);
   void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
   // Whether a pass of `batch` samples calls `node`'s kernel once per
   // gradient chunk (set_gradient_chunk).
