@@ -1,5 +1,5 @@
 // SGEMM probe: GFLOP/s of devmap::cpu::sgemm (OpenBLAS or oneDNN, as
-// core/gemm_library.h picks; one thread per call) on the reference model's
+// core/exec/gemm_library.h picks; one thread per call) on the reference model's
 // GEMM shapes, as the minimum time over many short runs (so a busy machine
 // disturbs it little), and the aggregate SGEMM rate of T threads each
 // running its own single-threaded GEMM, which is what the kernels do: the
@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/cpu_path.h"
-#include "core/error.h"
+#include "core/base/error.h"
+#include "core/exec/cpu_path.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/fma_peak.h"
 #include "kernels/cpu/onednn_runtime.h"

@@ -19,9 +19,9 @@
 #include <random>
 #include <vector>
 
-#include "core/executor.h"
-#include "core/graph.h"
-#include "core/program.h"
+#include "core/exec/executor.h"
+#include "core/graph/graph.h"
+#include "core/plan/program.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
 
 namespace devmap {

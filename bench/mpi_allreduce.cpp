@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/config.h"
-#include "coordinator/gradient_exchange.h"
-#include "core/error.h"
+#include "coordinator/config/config.h"
+#include "coordinator/run/gradient_exchange.h"
+#include "core/base/error.h"
 #include "transport/mpi_session.h"
 
 namespace {

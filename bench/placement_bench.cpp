@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/placement_planner.h"
+#include "core/placement/planner.h"
 #include "tests/core/planner_graphs.h"
 
 using namespace devmap;

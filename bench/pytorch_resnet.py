@@ -16,7 +16,7 @@ matches devmap's config and kernels:
   0.9, dampening 0, weight_decay 5e-4 added to the gradient of each of them
   (devmap's momentum kernel: g' = g + wd p; v = m v + g'; p -= lr v, for
   every trained parameter; the running statistics are state, not trained);
-- learning rate per update (core/lr_schedule.h, PyTorch's
+- learning rate per update (core/exec/lr_schedule.h, PyTorch's
   SequentialLR(LinearLR(start_factor=1/3, total_iters=W), CosineAnnealingLR(
   T_max=T - W, eta_min=0), milestones=[W])), written out as a LambdaLR so
   every step's rate is the closed form devmap computes: update s (1-based),
@@ -57,7 +57,7 @@ MOMENTUM, WEIGHT_DECAY, WARMUP_START_FACTOR = 0.9, 5e-4, 1.0 / 3.0  # configs/fa
 
 
 def rate_factor(update, warmup, total):
-    """devmap's learning_rate_at(1, cosine schedule, update) (core/lr_schedule.cpp), update 1-based."""
+    """devmap's learning_rate_at(1, cosine schedule, update) (core/exec/lr_schedule.cpp), update 1-based."""
     e = update - 1
     if e < warmup:
         return WARMUP_START_FACTOR + (1 - WARMUP_START_FACTOR) * e / warmup

@@ -13,7 +13,7 @@
 # weights, batch_norm scale and shift, the classifier's weight and bias; not
 # the running statistics), the learning rate of every update (lr 0.1, a
 # linear warm-up from lr/3 over 200 updates, then a cosine to 0 over the
-# rest, core/lr_schedule.h; checked here: the rate of every update PyTorch
+# rest, core/exec/lr_schedule.h; checked here: the rate of every update PyTorch
 # made against devmap's step events, which carry 9 significant digits), the
 # epochs, batch_norm's momentum and eps.
 #

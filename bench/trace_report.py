@@ -3,7 +3,7 @@
 
 - each device's busy time and bubble (idle) fraction. Busy is the device's
   STEP slice less its waits for other devices (receive slices and waits for a
-  free slot): the definition of coordinator/device_busy.h. The step's time is
+  free slot): the definition of coordinator/telemetry/device_busy.h. The step's time is
   from the first worker's STEP slice start to the last one's end;
 - the schedule's makespan recomputed from the measured per-action times with
   zero transfer cost: each device replays its actions (op forward/backward,

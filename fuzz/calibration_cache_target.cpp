@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/calibration_cache.h"
-#include "coordinator/config.h"
-#include "core/error.h"
-#include "core/placement_planner.h"
+#include "coordinator/config/config.h"
+#include "coordinator/plan/calibration_cache.h"
+#include "core/base/error.h"
+#include "core/placement/planner.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_targets.h"
 

@@ -3,13 +3,13 @@
 #include <sstream>
 #include <string>
 
-#include "coordinator/config.h"
-#include "coordinator/job_memory.h"
-#include "coordinator/predict_job.h"
-#include "coordinator/session.h"
-#include "core/error.h"
-#include "core/partition.h"
-#include "core/program.h"
+#include "coordinator/config/config.h"
+#include "coordinator/jobs/predict_job.h"
+#include "coordinator/plan/job_memory.h"
+#include "coordinator/run/session.h"
+#include "core/base/error.h"
+#include "core/plan/partition.h"
+#include "core/plan/program.h"
 #include "fuzz/config_planner.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_targets.h"
@@ -18,8 +18,8 @@
 
 namespace devmap::fuzz {
 
-// Mirrors Session's constructor (coordinator/session.cpp) and run_plan
-// (coordinator/plan_job.cpp) up to the point where they create segments
+// Mirrors Session's constructor (coordinator/run/session.cpp) and run_plan
+// (coordinator/jobs/plan_job.cpp) up to the point where they create segments
 // and processes.
 std::vector<WorkerPlan> plan_workers(const Config& config) {
   const bool training = config.job != "predict";

@@ -1,12 +1,12 @@
 // The worker plans a coordinator would send for a loaded config, built the
-// way coordinator/session.cpp builds them but without creating anything:
+// way coordinator/run/session.cpp builds them but without creating anything:
 // shared by the config_plan fuzz target and the seed writer.
 #pragma once
 
 #include <vector>
 
-#include "coordinator/config.h"
-#include "core/worker_plan.h"
+#include "coordinator/config/config.h"
+#include "core/exec/worker_plan.h"
 
 namespace devmap::fuzz {
 

@@ -12,9 +12,9 @@
 #include <sstream>
 #include <string>
 
-#include "coordinator/config.h"
-#include "core/safetensors.h"
-#include "core/worker_plan.h"
+#include "coordinator/config/config.h"
+#include "core/exec/worker_plan.h"
+#include "core/graph/safetensors.h"
 #include "fuzz/config_planner.h"
 #include "transport/params_io.h"
 #include "transport/trace_wire.h"

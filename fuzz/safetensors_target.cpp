@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
-#include "core/safetensors.h"
+#include "core/base/error.h"
+#include "core/graph/safetensors.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_targets.h"
 

@@ -1,11 +1,11 @@
 // Target wire_message: bytes as one ZeroMQ frame, decoded as its receiver
-// decodes it (coordinator/worker_group.cpp, worker/worker_service.cpp,
+// decodes it (coordinator/run/worker_group.cpp, worker/worker_service.cpp,
 // transport/shm_channel.cpp).
 #include <cstring>
 #include <string>
 
-#include "core/error.h"
-#include "core/worker_plan.h"
+#include "core/base/error.h"
+#include "core/exec/worker_plan.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_targets.h"
 #include "transport/params_io.h"

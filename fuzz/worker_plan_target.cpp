@@ -2,8 +2,8 @@
 // decodes and plans from before it allocates anything.
 #include <string>
 
-#include "core/error.h"
-#include "core/worker_plan.h"
+#include "core/base/error.h"
+#include "core/exec/worker_plan.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_targets.h"
 #include "fuzz/worker_replan.h"

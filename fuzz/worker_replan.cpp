@@ -1,7 +1,7 @@
 #include "fuzz/worker_replan.h"
 
-#include "core/partition.h"
-#include "core/program.h"
+#include "core/plan/partition.h"
+#include "core/plan/program.h"
 #include "fuzz/fuzz_check.h"
 #include "transport/edge_plan.h"
 

@@ -2,7 +2,7 @@
 // by the fuzz targets that reach a decoded WorkerPlan.
 #pragma once
 
-#include "core/worker_plan.h"
+#include "core/exec/worker_plan.h"
 
 namespace devmap::fuzz {
 

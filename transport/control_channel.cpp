@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "transport/zmq_wait.h"
 
 namespace devmap {

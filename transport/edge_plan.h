@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/partition.h"
+#include "core/plan/partition.h"
 #include "transport/run_names.h"
 #include "transport/shm_channel.h"
 

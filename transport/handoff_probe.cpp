@@ -14,7 +14,7 @@
 #include <string>
 #include <zmq.hpp>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "transport/run_names.h"
 #include "transport/shm_channel.h"
 #include "transport/shm_segment.h"

@@ -6,7 +6,7 @@
 #include <climits>
 #include <deque>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "transport/shm_segment.h"
 #include "transport/wire.h"
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace devmap {
 namespace {

@@ -1,6 +1,6 @@
 #include "transport/params_io.h"
 
-#include "core/bytes.h"
+#include "core/base/bytes.h"
 
 namespace devmap {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/file_dtype.h"
+#include "core/graph/file_dtype.h"
 
 namespace devmap {
 

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "transport/zmq_wait.h"
 
 namespace devmap {

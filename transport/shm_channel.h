@@ -18,7 +18,7 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "core/channel.h"
+#include "core/exec/channel.h"
 #include "transport/shm_segment.h"
 #include "transport/wire.h"
 

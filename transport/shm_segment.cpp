@@ -7,8 +7,8 @@
 #include <boost/interprocess/shared_memory_object.hpp>
 #include <cstring>
 
-#include "core/error.h"
-#include "core/format_bytes.h"
+#include "core/base/error.h"
+#include "core/base/format_bytes.h"
 
 namespace bip = boost::interprocess;
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "transport/trace_wire.h"
 
 namespace devmap::wire {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/trace.h"
+#include "core/exec/trace.h"
 #include "transport/wire.h"
 
 namespace devmap::wire {

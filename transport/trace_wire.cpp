@@ -1,6 +1,6 @@
 #include "transport/trace_wire.h"
 
-#include "core/bytes.h"
+#include "core/base/bytes.h"
 
 namespace devmap::wire {
 namespace {

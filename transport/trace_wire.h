@@ -1,5 +1,5 @@
 // The trace events a worker ships in the tail of a STEP_DONE (--trace):
-// a count, then per event its fields one by one, little-endian (core/bytes.h).
+// a count, then per event its fields one by one, little-endian (core/base/bytes.h).
 // The layout is part of wire::kProtocolVersion.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/trace.h"
+#include "core/exec/trace.h"
 
 namespace devmap::wire {
 

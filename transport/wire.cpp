@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/error.h"
-#include "core/memory_plan.h"
+#include "core/base/error.h"
+#include "core/plan/memory_plan.h"
 
 namespace devmap::wire {
 

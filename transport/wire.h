@@ -1,7 +1,7 @@
 // Wire messages between the coordinator and workers. Every ZeroMQ message
 // is one frame: a MsgHeader followed by the message's body. Bodies are
 // plain structs with their size fixed by static_assert, or bytes encoded
-// with core/bytes.h (the plan, error text). Tensor data never travels in a
+// with core/base/bytes.h (the plan, error text). Tensor data never travels in a
 // message: only handles to shared-memory slots do.
 #pragma once
 
@@ -34,7 +34,7 @@ enum class MsgType : uint32_t {
   kTensorReady = 9,   // producer -> consumer: TensorHandle, the slot holds the step's tensor
   kSlotRelease = 10,  // consumer -> producer: TensorHandle, the consumer is done with the slot
   // Parameters to and from files, coordinator -> worker: encoded ParamsIo
-  // (core/bytes.h); the worker answers PARAMS_DONE (no body) or ERROR.
+  // (core/base/bytes.h); the worker answers PARAMS_DONE (no body) or ERROR.
   kParamsIo = 11,
   kParamsDone = 12,
   // worker -> coordinator, from the worker's watchdog thread on a socket of
@@ -165,7 +165,7 @@ static_assert(sizeof(GradientReady) == 16 && std::is_trivially_copyable_v<Gradie
 // One line of a worker's per-op timing.
 struct ProfileRecord {
   char name[48];       // op or edge name, NUL-terminated
-  uint32_t direction;  // core/profile.h ProfileDirection
+  uint32_t direction;  // core/exec/profile.h ProfileDirection
   uint32_t reserved;
   uint64_t calls;
   double seconds;

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/device_memory.h"
-#include "core/executor.h"
+#include "core/exec/device_memory.h"
+#include "core/exec/executor.h"
 #include "transport/params_io.h"
 #include "transport/shm_segment.h"
 

@@ -18,7 +18,7 @@
 #include <thread>
 #include <zmq.hpp>
 
-#include "core/executor.h"
+#include "core/exec/executor.h"
 
 namespace devmap {
 

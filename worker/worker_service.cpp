@@ -17,13 +17,13 @@
 #include <optional>
 #include <thread>
 
-#include "core/error.h"
-#include "core/executor.h"
-#include "core/format_bytes.h"
-#include "core/host_memory.h"
-#include "core/memory_plan.h"
-#include "core/process_stats.h"
-#include "core/worker_plan.h"
+#include "core/base/error.h"
+#include "core/base/format_bytes.h"
+#include "core/base/process_stats.h"
+#include "core/exec/executor.h"
+#include "core/exec/host_memory.h"
+#include "core/exec/worker_plan.h"
+#include "core/plan/memory_plan.h"
 #include "transport/control_channel.h"
 #include "transport/edge_plan.h"
 #include "transport/params_io.h"

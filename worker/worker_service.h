@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "core/device_memory.h"
-#include "core/kernel.h"
+#include "core/exec/device_memory.h"
+#include "core/exec/kernel.h"
 
 namespace devmap {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/format_bytes.h"
+#include "core/base/error.h"
+#include "core/base/format_bytes.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/probe.h"

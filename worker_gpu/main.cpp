@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cuda_kernel_factory.h"
 #include "kernels/cuda/cuda_memory.h"

@@ -4,7 +4,7 @@
 // aliasing x, dx aliasing dy) is allowed.
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

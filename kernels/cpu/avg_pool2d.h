@@ -1,7 +1,7 @@
 // avg_pool2d on the CPU: one (sample, channel) plane per task.
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

@@ -1,9 +1,9 @@
 // batch_norm on the CPU: input [N, C] or [N, C, H, W]; params weight [C],
 // bias [C], then the state running_mean [C], running_var [C] and
-// num_batches_tracked [] (core/ops/batch_norm.cpp).
+// num_batches_tracked [] (core/graph/ops/batch_norm.cpp).
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cpu/onednn_runtime.h"
 
 namespace devmap::cpu {

@@ -1,12 +1,12 @@
 // The GEMM of the CPU kernels, in OpenBLAS or in oneDNN's sgemm as
-// core/gemm_library.h chooses, so that only blas.cpp includes <cblas.h> and
+// core/exec/gemm_library.h chooses, so that only blas.cpp includes <cblas.h> and
 // every index conversion is checked once.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "core/gemm_library.h"
+#include "core/exec/gemm_library.h"
 
 namespace devmap::cpu {
 

@@ -1,7 +1,7 @@
 // concat on the CPU.
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

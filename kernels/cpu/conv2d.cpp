@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/conv2d_onednn.h"
 #include "kernels/cpu/conv2d_winograd.h"
@@ -191,7 +191,7 @@ void Conv2dKernel::backward_gemm(const GemmPass& pass) const {
   if (dw == nullptr) return;
   // dW [+]= (dW_0 + dW_1 + ...), the lanes added in order first: the
   // samples' whole gradient, then added to what earlier chunks and
-  // micro-batches left (core/kernel.h). Elementwise, so any split of the
+  // micro-batches left (core/exec/kernel.h). Elementwise, so any split of the
   // elements gives the same bits.
   const int64_t n_w = o_n * g.patch();
   parallel_for_elements(pass.pool, n_w, [&](int64_t begin, int64_t end) {

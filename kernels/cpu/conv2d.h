@@ -1,4 +1,4 @@
-// conv2d on the CPU, by one of three algorithms (core/ops/conv2d_cpu_layout.h):
+// conv2d on the CPU, by one of three algorithms (core/graph/ops/conv2d_cpu_layout.h):
 // im2col + single-threaded OpenBLAS sgemm per group of samples, Winograd
 // (conv2d_winograd.h) or oneDNN (conv2d_onednn.h); the batch split into a
 // fixed number of lanes that run on the pool.
@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/kernel.h"
-#include "core/ops/conv2d_cpu_layout.h"
+#include "core/exec/kernel.h"
+#include "core/graph/ops/conv2d_cpu_layout.h"
 
 namespace devmap::cpu {
 

@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/cpu_path.h"
-#include "core/error.h"
+#include "core/base/error.h"
+#include "core/exec/cpu_path.h"
 #include "kernels/cpu/onednn_runtime.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/relu.h"
@@ -260,7 +260,7 @@ void OneDnnConv::backward_weights(ThreadPool* pool, int64_t batch, int64_t lanes
     if (n0 != begin)
       for (int64_t i = 0; i < n_w; ++i) dw_lane[i] += dw_group[i];
   });
-  // dW [+]= dW_0 + dW_1 + ..., the lanes in order (core/kernel.h): the
+  // dW [+]= dW_0 + dW_1 + ..., the lanes in order (core/exec/kernel.h): the
   // samples' whole gradient, then added to what came before.
   parallel_for_elements(pool, n_w, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {

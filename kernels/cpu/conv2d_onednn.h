@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "core/cpu_path.h"
-#include "core/ops/conv2d_cpu_layout.h"
-#include "core/thread_pool.h"
+#include "core/exec/cpu_path.h"
+#include "core/exec/thread_pool.h"
+#include "core/graph/ops/conv2d_cpu_layout.h"
 
 namespace devmap::cpu {
 

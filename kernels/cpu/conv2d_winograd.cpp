@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_dispatch.h"
 #include "kernels/cpu/parallel.h"

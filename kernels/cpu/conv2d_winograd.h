@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "core/ops/conv2d_cpu_layout.h"
-#include "core/thread_pool.h"
+#include "core/exec/thread_pool.h"
+#include "core/graph/ops/conv2d_cpu_layout.h"
 #include "kernels/cpu/winograd.h"
 
 namespace devmap::cpu {

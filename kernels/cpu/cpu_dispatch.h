@@ -1,4 +1,4 @@
-// One CPU kernel body compiled for every CpuPath (core/cpu_path.h) and run
+// One CPU kernel body compiled for every CpuPath (core/exec/cpu_path.h) and run
 // on the active one. Write the body as an always-inline function NAME_body
 // (everything it inlines is compiled for the caller's instruction set), then
 //   DEVMAP_CPU_PATH_DISPATCH(void, NAME, (int a, float* b), (a, b))
@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "core/cpu_path.h"
+#include "core/exec/cpu_path.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DEVMAP_AVX512_ISA "avx2,fma,avx512f,avx512vl,avx512bw,avx512dq"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cpu/activations.h"
 #include "kernels/cpu/add.h"
 #include "kernels/cpu/avg_pool2d.h"

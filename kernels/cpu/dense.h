@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

@@ -3,8 +3,8 @@
 
 #include <cstdint>
 
-#include "core/kernel.h"
-#include "core/random.h"
+#include "core/base/random.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

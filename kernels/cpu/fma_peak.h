@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "core/cpu_path.h"
+#include "core/exec/cpu_path.h"
 
 namespace devmap::cpu {
 

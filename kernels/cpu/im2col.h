@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "core/ops/conv2d_cpu_layout.h"
+#include "core/graph/ops/conv2d_cpu_layout.h"
 
 namespace devmap::cpu {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace devmap::cpu {
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "core/graph.h"
+#include "core/graph/graph.h"
 
 namespace devmap::cpu {
 

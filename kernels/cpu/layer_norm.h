@@ -2,7 +2,7 @@
 // shape (F = the per-sample element count).
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

@@ -4,7 +4,7 @@
 // A label that is not an integer in [0, C) throws devmap::Error (kRuntime).
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

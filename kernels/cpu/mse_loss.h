@@ -1,7 +1,7 @@
 // mse_loss on the CPU: prediction and target [N, F...] of the same shape.
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

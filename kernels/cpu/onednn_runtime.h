@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "core/cpu_path.h"
+#include "core/exec/cpu_path.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace devmap::cpu {

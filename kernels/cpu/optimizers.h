@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "core/thread_pool.h"
+#include "core/exec/thread_pool.h"
 
 namespace devmap::cpu {
 

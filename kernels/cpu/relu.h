@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

@@ -1,7 +1,7 @@
 // flatten and reshape on the CPU: the bytes do not change, only the shape.
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

@@ -1,7 +1,7 @@
 // softmax on the CPU, over the features of each sample: input [N, K].
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 
 namespace devmap::cpu {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cassert>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace devmap::cuda {
 namespace {

@@ -4,7 +4,7 @@
 // erf, exp and tanh may differ from the C library's in the last bits.
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 #include "kernels/cuda/activation_kernels.h"
 #include "kernels/cuda/cuda_device.h"
 

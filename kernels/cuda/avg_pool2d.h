@@ -2,7 +2,7 @@
 // (avg_pool_kernels.h) with the CPU kernels' operations and order.
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 #include "kernels/cuda/cuda_device.h"
 
 namespace devmap::cuda {

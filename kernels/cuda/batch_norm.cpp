@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cuda/batch_norm_kernels.h"
 
 namespace devmap::cuda {

@@ -3,7 +3,7 @@
 // workspace (4 doubles per channel) is the figure its op schema plans.
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 #include "kernels/cuda/cuda_device.h"
 
 namespace devmap::cuda {

@@ -1,7 +1,7 @@
 // concat on the GPU.
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 #include "kernels/cuda/cuda_device.h"
 
 namespace devmap::cuda {

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 #include "kernels/cuda/conv_plan.h"
 
 namespace devmap::cuda {

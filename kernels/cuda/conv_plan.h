@@ -20,8 +20,8 @@
 #include <memory>
 #include <tuple>
 
-#include "core/graph.h"
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
+#include "core/graph/graph.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cudnn_desc.h"
 

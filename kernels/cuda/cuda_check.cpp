@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace devmap::cuda {
 

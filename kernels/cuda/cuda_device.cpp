@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/probe.h"
 

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cuda/activations.h"
 #include "kernels/cuda/avg_pool2d.h"
 #include "kernels/cuda/batch_norm.h"

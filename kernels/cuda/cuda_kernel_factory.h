@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 #include "kernels/cuda/conv_plan.h"
 #include "kernels/cuda/cuda_device.h"
 

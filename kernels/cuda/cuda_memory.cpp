@@ -6,8 +6,8 @@
 #include <cstring>
 #include <iostream>
 
-#include "core/error.h"
-#include "core/format_bytes.h"
+#include "core/base/error.h"
+#include "core/base/format_bytes.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_timer.h"
 #include "kernels/cuda/memory_kernels.h"

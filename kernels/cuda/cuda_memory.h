@@ -1,4 +1,4 @@
-// CudaMemory: the GPU's DeviceMemory (contract in core/device_memory.h).
+// CudaMemory: the GPU's DeviceMemory (contract in core/exec/device_memory.h).
 //
 // One pool: the constructor takes the whole budget from the device in a
 // single cudaMalloc and PoolAllocator carves it (best fit, 64-byte units),
@@ -9,7 +9,7 @@
 // handles and the kernels' code loaded on first use.
 //
 // When it starts it also takes cuBLAS's one workspace from the pool
-// (kGpuLibraryWorkspaceBytes, core/device_memory.h: the figure the memory
+// (kGpuLibraryWorkspaceBytes, core/exec/device_memory.h: the figure the memory
 // plan counts) and hands it to the device's cuBLAS handle for every call,
 // so cuBLAS's choice never depends on the other ops of the device and no
 // library memory lives outside the pool. A worker makes one CudaMemory per
@@ -27,7 +27,7 @@
 #include <memory>
 #include <string>
 
-#include "core/device_memory.h"
+#include "core/exec/device_memory.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/pool_allocator.h"
 

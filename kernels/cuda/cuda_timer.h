@@ -1,4 +1,4 @@
-// CudaTimer: the GPU's DeviceTimer (core/device_timer.h). Each interval is
+// CudaTimer: the GPU's DeviceTimer (core/exec/device_timer.h). Each interval is
 // a pair of CUDA events recorded on the device's one stream, so its figure
 // is the time the GPU took for the work queued between them, not the time
 // the host took to queue it. Events are made on first use and kept for the
@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "core/device_timer.h"
+#include "core/exec/device_timer.h"
 #include "kernels/cuda/cuda_device.h"
 
 namespace devmap::cuda {

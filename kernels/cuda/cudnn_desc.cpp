@@ -3,7 +3,7 @@
 #include <limits>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace devmap::cuda {

@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/reduce_kernels.h"
 

@@ -2,7 +2,7 @@
 // off) and deterministic bias kernels.
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 #include "kernels/cuda/cuda_device.h"
 
 namespace devmap::cuda {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "core/random.h"
+#include "core/base/random.h"
 #include "kernels/cuda/host_device.h"
 #include "kernels/cuda/philox.h"
 

@@ -1,7 +1,7 @@
 // add, flatten/reshape and dropout on the GPU.
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 #include "kernels/cuda/cuda_device.h"
 
 namespace devmap::cuda {

@@ -3,7 +3,7 @@
 #include <cassert>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/norm_loss_kernels.h"
 

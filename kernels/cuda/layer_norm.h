@@ -4,7 +4,7 @@
 // the figure their op schemas plan (Node::workspace_bytes).
 #pragma once
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 #include "kernels/cuda/cuda_device.h"
 
 namespace devmap::cuda {

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "core/error.h"
-#include "core/ops/label_op_layout.h"
+#include "core/base/error.h"
+#include "core/graph/ops/label_op_layout.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/loss_kernels.h"
 

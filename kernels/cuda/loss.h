@@ -7,12 +7,12 @@
 // with the CPU kernel's message. To know, the forward passes of
 // softmax_cross_entropy and accuracy wait for the device once (a 4-byte
 // read of the first bad sample); the executor reads the loss right after
-// anyway. Their workspace is laid out by core/ops/label_op_layout.h, the
+// anyway. Their workspace is laid out by core/graph/ops/label_op_layout.h, the
 // figure their op schemas plan.
 #pragma once
 
-#include "core/kernel.h"
-#include "core/ops/label_op_layout.h"
+#include "core/exec/kernel.h"
+#include "core/graph/ops/label_op_layout.h"
 #include "kernels/cuda/cuda_device.h"
 
 namespace devmap::cuda {

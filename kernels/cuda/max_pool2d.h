@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cudnn_desc.h"
 #include "kernels/cuda/pool_kernels.h"

@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "core/kernel.h"
+#include "core/exec/kernel.h"
 #include "kernels/cuda/cuda_device.h"
 
 namespace devmap::cuda {

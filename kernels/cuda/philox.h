@@ -1,11 +1,11 @@
-// Philox-4x32-10 for the kernels: the same function as core/random.cpp
+// Philox-4x32-10 for the kernels: the same function as core/base/random.cpp
 // (philox4x32) and uniform01, bit for bit, so a GPU draws the CPU's
 // numbers. Host and device (tests compare it with core's on the CPU).
 #pragma once
 
 #include <cstdint>
 
-#include "core/random.h"
+#include "core/base/random.h"
 #include "kernels/cuda/host_device.h"
 
 namespace devmap::cuda {

@@ -6,7 +6,7 @@
 
 #include <sstream>
 
-#include "core/format_bytes.h"
+#include "core/base/format_bytes.h"
 #include "kernels/cuda/probe_kernel.h"
 
 #ifndef DEVMAP_CUDA_ARCHITECTURES

@@ -10,7 +10,7 @@
 #include <span>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace devmap::cuda {
 

@@ -1,11 +1,11 @@
 // The calibration cache: what `coordinator calibrate` measured survives a
 // save and a load, keyed by device and op signature; a damaged file is an
 // error naming its line.
-#include "coordinator/calibration_cache.h"
+#include "coordinator/plan/calibration_cache.h"
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "tests/coordinator/temp_dir.h"
 #include "tests/core/graph_builders.h"
 

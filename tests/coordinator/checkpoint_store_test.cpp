@@ -1,15 +1,14 @@
 // CheckpointStore: names, how many are kept, and which one resuming takes
 // when the newest was cut short.
-#include "coordinator/checkpoint_store.h"
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "coordinator/checkpoint.h"
-#include "core/safetensors.h"
+#include "coordinator/checkpoint/checkpoint.h"
+#include "coordinator/checkpoint/store.h"
+#include "core/graph/safetensors.h"
 #include "tests/support/run_process.h"
 
 namespace devmap {

@@ -1,8 +1,8 @@
 // data_parallel: replicas, checked against the batch and the device names.
 #include <gtest/gtest.h>
 
-#include "coordinator/config.h"
-#include "coordinator/gradient_exchange.h"
+#include "coordinator/config/config.h"
+#include "coordinator/run/gradient_exchange.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "coordinator/config.h"
+#include "coordinator/config/config.h"
 
 namespace devmap {
 namespace {

@@ -1,7 +1,7 @@
 // What each section of a config turns into, including the defaults.
 #include <gtest/gtest.h>
 
-#include "coordinator/config.h"
+#include "coordinator/config/config.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

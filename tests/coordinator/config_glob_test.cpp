@@ -1,7 +1,7 @@
 // Glob patterns of device_map.place over op names.
-#include "coordinator/config_glob.h"
-
 #include <gtest/gtest.h>
+
+#include "coordinator/config/glob.h"
 
 namespace devmap {
 namespace {

@@ -1,11 +1,10 @@
 // The hosts section and device names that carry a host, checked in full; a
 // config without hosts runs on this machine as before. Whether the job's
 // ranks match the hosts is job_ranks_test.cpp's.
-#include "coordinator/config_hosts.h"
-
 #include <gtest/gtest.h>
 
-#include "coordinator/config.h"
+#include "coordinator/config/config.h"
+#include "coordinator/config/hosts.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

@@ -1,7 +1,7 @@
 // Name rules and suggestions used by the config loader's messages.
-#include "coordinator/config_names.h"
-
 #include <gtest/gtest.h>
+
+#include "coordinator/config/names.h"
 
 namespace devmap {
 namespace {

@@ -2,7 +2,7 @@
 // "--set KEY=VALUE: ..." when wrong.
 #include <gtest/gtest.h>
 
-#include "coordinator/config.h"
+#include "coordinator/config/config.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

@@ -1,9 +1,8 @@
 // memory_limit sizes: bytes or a number with a binary unit.
-#include "coordinator/config_size.h"
-
 #include <gtest/gtest.h>
 
-#include "coordinator/config.h"
+#include "coordinator/config/config.h"
+#include "coordinator/config/size.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

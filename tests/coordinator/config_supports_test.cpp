@@ -4,8 +4,8 @@
 // kind runs.
 #include <gtest/gtest.h>
 
-#include "coordinator/config.h"
-#include "coordinator/config_placement.h"
+#include "coordinator/config/config.h"
+#include "coordinator/config/placement.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

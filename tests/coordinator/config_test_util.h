@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "coordinator/config.h"
+#include "coordinator/config/config.h"
 
 namespace devmap::test {
 

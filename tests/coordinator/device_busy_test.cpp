@@ -1,7 +1,7 @@
 // DeviceBusy: busy fractions from per-step work and wait times, and the
 // advice a split whose devices mostly wait gets (the text docs/CONFIG.md
 // quotes).
-#include "coordinator/device_busy.h"
+#include "coordinator/telemetry/device_busy.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
-// HostStages (coordinator/host_stages.h): which cut edges a host relays, and
+// HostStages (coordinator/run/host_stages.h): which cut edges a host relays, and
 // how every rank's answer to a step adds up to the job's. The bytes between
 // ranks go through the links JobRanks makes from MPI; here the links hand
 // back what each rank would have sent (the multi-host tests run them over
 // MPI between namespace hosts).
-#include "coordinator/host_stages.h"
+#include "coordinator/run/host_stages.h"
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace devmap {
 namespace {

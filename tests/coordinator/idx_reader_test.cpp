@@ -1,6 +1,6 @@
 // IDX reader: small gzip and plain files written here, and the real
 // Fashion-MNIST test labels when Debian's dataset-fashion-mnist is installed.
-#include "coordinator/idx_reader.h"
+#include "coordinator/data/idx_reader.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "tests/coordinator/config_test_util.h"
 #include "tests/coordinator/temp_dir.h"
 

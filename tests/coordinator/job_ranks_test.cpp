@@ -1,6 +1,6 @@
-// The start-up agreement of a job's ranks (coordinator/job_ranks.h): what
+// The start-up agreement of a job's ranks (coordinator/app/job_ranks.h): what
 // each rank reports, and every reason a job across hosts must not start.
-#include "coordinator/job_ranks.h"
+#include "coordinator/app/job_ranks.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/op_schema.h"
+#include "core/graph/op_schema.h"
 
 namespace devmap {
 namespace {

@@ -1,6 +1,6 @@
 // The predictions CSV: ids, labels and, with probabilities, the softmax of
 // each row's logits with 6 significant digits.
-#include "coordinator/prediction_writer.h"
+#include "coordinator/data/prediction_writer.h"
 
 #include <gtest/gtest.h>
 

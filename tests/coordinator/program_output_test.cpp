@@ -1,6 +1,6 @@
 // run_program: what a helper program prints and its status, and a bound on
 // how long it may take (a wedged driver, a FIFO read as a file).
-#include "coordinator/program_output.h"
+#include "coordinator/util/program_output.h"
 
 #include <gtest/gtest.h>
 

@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "coordinator/atomic_file.h"
-#include "coordinator/run_outputs.h"
-#include "coordinator/stale_runs.h"
-#include "core/error.h"
+#include "coordinator/run/run_outputs.h"
+#include "coordinator/run/stale_runs.h"
+#include "coordinator/util/atomic_file.h"
+#include "core/base/error.h"
 #include "tests/coordinator/temp_dir.h"
 
 namespace devmap {

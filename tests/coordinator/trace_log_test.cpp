@@ -1,13 +1,13 @@
 // TraceLog's rules without processes: --trace-steps parsing, which steps
 // and rounds are traced, and the file's tracks, names and flows.
-#include "coordinator/trace_log.h"
+#include "coordinator/telemetry/trace_log.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "tests/coordinator/temp_dir.h"
 
 namespace devmap {

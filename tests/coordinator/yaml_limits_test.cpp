@@ -1,14 +1,13 @@
 // The bounds a config's text meets before yaml-cpp parses it
-// (coordinator/yaml_limits.h) and the anchor/alias ban (yaml_document.h).
-#include "coordinator/yaml_limits.h"
-
+// (coordinator/config/yaml/limits.h) and the anchor/alias ban (yaml_document.h).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "coordinator/yaml_document.h"
+#include "coordinator/config/yaml/document.h"
+#include "coordinator/config/yaml/limits.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

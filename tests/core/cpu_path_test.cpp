@@ -1,6 +1,6 @@
 // DEVMAP_CPU_PATH: the widest path by default, a narrower one on request,
 // and an error a user can act on for an unknown or unsupported path.
-#include "core/cpu_path.h"
+#include "core/exec/cpu_path.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "tests/support/scoped_env.h"
 
 namespace devmap {

@@ -2,14 +2,14 @@
 // conv2d's output feeds that relu alone, both computed on a device the CPU
 // addresses, and neither tensor crossing devices or living in the
 // coordinator's segments.
-#include "core/fused_relu.h"
+#include "core/plan/fused_relu.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "core/program.h"
+#include "core/plan/program.h"
 #include "tests/core/graph_builders.h"
 
 namespace devmap {

@@ -1,13 +1,13 @@
 // The GEMM library rule: OpenBLAS where its core runs the CPU path, oneDNN
 // where it does not and for the dense gradients, and DEVMAP_GEMM's errors.
-#include "core/gemm_library.h"
+#include "core/exec/gemm_library.h"
 
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "tests/support/scoped_env.h"
 
 namespace devmap {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/graph.h"
+#include "core/graph/graph.h"
 
 namespace devmap {
 

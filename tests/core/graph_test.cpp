@@ -1,5 +1,5 @@
 // Shape inference and the sizes the planner uses, on the reference model.
-#include "core/graph.h"
+#include "core/graph/graph.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // scheduler.step() after it; a warm-up is LinearLR chained by
 // SequentialLR(milestones=[warmup_steps]) before the main scheduler), and
 // the properties resume relies on.
-#include "core/lr_schedule.h"
+#include "core/exec/lr_schedule.h"
 
 #include <gtest/gtest.h>
 

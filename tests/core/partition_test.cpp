@@ -1,5 +1,5 @@
 // Placement -> per-device programs with send/recv pairs, with no process.
-#include "core/partition.h"
+#include "core/plan/partition.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 // Pipeline schedules as data: the order each device runs its segments in,
 // the buffer sets and ring slots they need, the predicted makespan, and the
 // deadlock check against the rings' depth.
-#include "core/pipeline_schedule.h"
+#include "core/plan/pipeline_schedule.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "tests/core/graph_builders.h"
 
 namespace devmap {

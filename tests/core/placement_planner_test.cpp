@@ -3,8 +3,6 @@
 // placement), budgets never broken, pins always kept; a fast device with
 // little memory beside slow ones with plenty; and the answer when nothing
 // fits.
-#include "core/placement_planner.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,8 +10,9 @@
 #include <random>
 #include <set>
 
-#include "core/error.h"
-#include "core/placement_search.h"
+#include "core/base/error.h"
+#include "core/placement/planner.h"
+#include "core/placement/search.h"
 #include "tests/core/graph_builders.h"
 #include "tests/core/planner_graphs.h"
 

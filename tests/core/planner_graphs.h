@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/graph.h"
-#include "core/placement_request.h"
+#include "core/graph/graph.h"
+#include "core/placement/request.h"
 
 namespace devmap::planner_test {
 

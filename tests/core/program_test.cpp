@@ -1,9 +1,9 @@
 // Reverse-mode autodiff builds the expected backward program.
-#include "core/program.h"
+#include "core/plan/program.h"
 
 #include <gtest/gtest.h>
 
-#include "core/worker_plan.h"
+#include "core/exec/worker_plan.h"
 #include "tests/core/graph_builders.h"
 
 namespace devmap {

@@ -1,8 +1,8 @@
-#include "core/safetensors.h"
+#include "core/graph/safetensors.h"
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace devmap {
 namespace {

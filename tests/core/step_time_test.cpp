@@ -1,6 +1,6 @@
-// Step-time prediction from per-op costs (core/step_time.h) and the rule of
+// Step-time prediction from per-op costs (core/plan/step_time.h) and the rule of
 // `micro_batches: auto`: the fewest micro-batches within 5% of the best.
-#include "core/step_time.h"
+#include "core/plan/step_time.h"
 
 #include <gtest/gtest.h>
 

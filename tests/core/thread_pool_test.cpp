@@ -1,4 +1,4 @@
-#include "core/thread_pool.h"
+#include "core/exec/thread_pool.h"
 
 #include <gtest/gtest.h>
 

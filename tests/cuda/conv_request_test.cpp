@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cuda/conv_plan.h"
 #include "tests/cuda/gpu_test_util.h"
 

@@ -8,9 +8,9 @@
 #include <cstring>
 #include <vector>
 
-#include "core/error.h"
-#include "core/host_memory.h"
-#include "core/thread_pool.h"
+#include "core/base/error.h"
+#include "core/exec/host_memory.h"
+#include "core/exec/thread_pool.h"
 #include "tests/cuda/gpu_test_util.h"
 
 namespace devmap::test {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/device_memory.h"
+#include "core/exec/device_memory.h"
 #include "kernels/cuda/cuda_kernel_factory.h"
 #include "kernels/cuda/cuda_memory.h"
 #include "kernels/cuda/probe.h"

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/random.h"
+#include "core/base/random.h"
 #include "kernels/cuda/avg_pool_logic.h"
 #include "kernels/cuda/dropout_logic.h"
 #include "kernels/cuda/loss_logic.h"

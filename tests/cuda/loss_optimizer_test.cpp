@@ -10,7 +10,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "tests/cuda/gpu_test_util.h"
 
 namespace devmap::test {

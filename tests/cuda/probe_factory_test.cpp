@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
 #include "tests/cuda/gpu_test_util.h"
 #include "tests/support/run_process.h"

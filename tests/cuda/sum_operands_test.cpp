@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cuda/memory_kernels.h"
 #include "kernels/cuda/sum_logic.h"
 

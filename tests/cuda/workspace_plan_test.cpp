@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/config.h"
+#include "coordinator/config/config.h"
 #include "tests/cuda/gpu_test_util.h"
 
 namespace devmap::test {

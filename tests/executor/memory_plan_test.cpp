@@ -1,6 +1,6 @@
 // The memory plan against the executor's real allocations, the staging path
 // of devices the CPU cannot address, and micro-batched training steps.
-#include "core/memory_plan.h"
+#include "core/plan/memory_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "core/error.h"
-#include "core/executor.h"
-#include "core/host_memory.h"
+#include "core/base/error.h"
+#include "core/exec/executor.h"
+#include "core/exec/host_memory.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
 #include "tests/core/graph_builders.h"
 
@@ -197,7 +197,7 @@ TEST(StagedExecutor, SameBitsAsInPlace) {
 }
 
 // On the CPU the reference model's relu1 and relu2 are fused into conv1 and
-// conv2 (core/fused_relu.h): their outputs are the convolutions' buffers,
+// conv2 (core/plan/fused_relu.h): their outputs are the convolutions' buffers,
 // and training steps and the relus' outputs keep the bits of the unfused ops.
 TEST(FusedRelu, TheCpuFusesTheConvolutionsRelusWithTheSameBits) {
   Graph g = reference_cnn();

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.h"
-#include "core/host_memory.h"
+#include "core/exec/executor.h"
+#include "core/exec/host_memory.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
 #include "tests/core/graph_builders.h"
 

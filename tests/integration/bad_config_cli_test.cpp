@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "core/op_schema.h"
+#include "core/graph/op_schema.h"
 #include "tests/support/run_process.h"
 
 namespace devmap::testing {
@@ -52,7 +52,7 @@ TEST(BadConfigCli, EveryMalformedConfigExitsTwoWithItsExactMessage) {
 }
 
 // A valid config whose hosts are not this machine needs an MPI launcher:
-// the ranks' start-up check (coordinator/job_ranks.h) says so, exit 2.
+// the ranks' start-up check (coordinator/app/job_ranks.h) says so, exit 2.
 TEST(BadConfigCli, HostsOtherThanThisMachineNeedALauncher) {
   TempDir dir;
   const std::string config = std::string(DEVMAP_SOURCE_DIR) + "/tests/configs/hosts_without_launcher.yaml";

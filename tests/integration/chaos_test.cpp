@@ -20,7 +20,7 @@
 #include <set>
 #include <thread>
 
-#include "coordinator/checkpoint_store.h"
+#include "coordinator/checkpoint/store.h"
 #include "tests/support/metrics.h"
 #include "tests/support/run_process.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cpu_path.h"
+#include "core/exec/cpu_path.h"
 #include "tests/support/metrics.h"
 #include "tests/support/run_process.h"
 
@@ -90,7 +90,7 @@ TEST_P(CpuPathProfile, NamesTheKernelAndTheMeasuredPeak) {
     EXPECT_GT(std::stod(json_field(line, "peak_gflop_per_s")), 0.0) << line;
     if (op == "conv2") {
       conv2 = true;
-      // Its forward writes relu2's output (core/fused_relu.h), and says so.
+      // Its forward writes relu2's output (core/plan/fused_relu.h), and says so.
       const bool forward = json_field(line, "direction") == "forward";
       EXPECT_EQ(kernel, "winograd/" + path + "+" + gemm + (forward ? "+relu" : "")) << line;
       // FLOPs are the definition's (Winograd multiplies less): no upper bound.

@@ -11,7 +11,7 @@
 #include <iostream>
 #include <map>
 
-#include "core/safetensors.h"
+#include "core/graph/safetensors.h"
 #include "tests/support/metrics.h"
 #include "tests/support/run_process.h"
 

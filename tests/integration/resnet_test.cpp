@@ -14,7 +14,7 @@
 #include <map>
 #include <sstream>
 
-#include "core/safetensors.h"
+#include "core/graph/safetensors.h"
 #include "tests/support/metrics.h"
 #include "tests/support/run_process.h"
 

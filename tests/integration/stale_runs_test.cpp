@@ -1,6 +1,6 @@
 // Leftovers of a crashed run are removed once their owner is gone, never
 // while it lives, and nothing without proof of being a run's.
-#include "coordinator/stale_runs.h"
+#include "coordinator/run/stale_runs.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

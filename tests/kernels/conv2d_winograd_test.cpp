@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/winograd.h"
 #include "tests/kernels/conv_test_util.h"

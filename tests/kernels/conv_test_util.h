@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/ops/conv2d_cpu_layout.h"
+#include "core/graph/ops/conv2d_cpu_layout.h"
 #include "kernels/cpu/conv2d.h"
 #include "tests/kernels/test_util.h"
 

@@ -1,4 +1,4 @@
-// Kernel tests run once per CPU path (core/cpu_path.h): a suite whose
+// Kernel tests run once per CPU path (core/exec/cpu_path.h): a suite whose
 // fixture derives from EveryCpuPath and is instantiated with
 // DEVMAP_ON_EVERY_CPU_PATH(Suite) runs each TEST_P with the kernels forced
 // onto avx512, avx2 and baseline in turn; a path this CPU lacks is skipped
@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "core/cpu_path.h"
+#include "core/exec/cpu_path.h"
 
 namespace devmap::test {
 

@@ -47,7 +47,7 @@ inline void expect_deterministic(const Node& node, int64_t batch) {
 }
 
 // The executor calls a kernel once per gradient chunk, on rows of the whole
-// batch's buffers (core/executor.h); a micro-batch or a replica calls it on
+// batch's buffers (core/exec/executor.h); a micro-batch or a replica calls it on
 // the same chunk in buffers of its own. Both give the same bits: the
 // outputs, the input gradients, and the parameter gradients the chunks add
 // in order. A batch of 40 in chunks of 16, 16 and 8, on 1 and 2 threads,

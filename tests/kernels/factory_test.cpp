@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/op_schema.h"
+#include "core/base/error.h"
+#include "core/graph/op_schema.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
 
 namespace devmap {

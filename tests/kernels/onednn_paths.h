@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/cpu_path.h"
+#include "core/exec/cpu_path.h"
 #include "kernels/cpu/onednn_runtime.h"
 #include "tests/kernels/cpu_paths.h"
 

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "core/graph.h"
-#include "core/kernel.h"
-#include "core/random.h"
-#include "core/tensor.h"
-#include "core/thread_pool.h"
+#include "core/base/random.h"
+#include "core/exec/kernel.h"
+#include "core/exec/thread_pool.h"
+#include "core/graph/graph.h"
+#include "core/graph/tensor.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
 #include "tests/kernels/gradient_check.h"
 
@@ -108,7 +108,7 @@ class OpHarness {
   void forward(bool relu_output = false) { forward_rows(0, batch, relu_output); }
 
   // One call on samples [first, first + count) of the buffers, as the
-  // executor calls a kernel once per gradient chunk (core/executor.h).
+  // executor calls a kernel once per gradient chunk (core/exec/executor.h).
   void forward_rows(int64_t first, int64_t count, bool relu_output = false) {
     std::vector<TensorView> in, par;
     for (int i = 0; i < static_cast<int>(inputs.size()); ++i) in.push_back(batch_rows(input(i), first, count));

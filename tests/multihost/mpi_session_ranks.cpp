@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "tests/multihost/allreduce_data.h"
 #include "transport/mpi_session.h"
 

@@ -2,7 +2,7 @@
 """devmap and PyTorch train the same numbers.
 
 Rebuilds in PyTorch exactly what devmap starts from: the initial weights
-(Philox-4x32-10 keyed by (seed, "op.param"), see core/random.h), the order
+(Philox-4x32-10 keyed by (seed, "op.param"), see core/base/random.h), the order
 of the training samples (Fisher-Yates driven by Philox keyed by
 (seed, "shuffle")), then trains the reference model with torch.optim.SGD and
 compares every step's loss with the one devmap's coordinator logged. Then

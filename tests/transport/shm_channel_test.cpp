@@ -10,7 +10,7 @@
 #include <chrono>
 #include <thread>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "transport/run_names.h"
 #include "transport/shm_segment.h"
 

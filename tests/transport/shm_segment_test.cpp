@@ -10,7 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/error.h"
+#include "core/base/error.h"
 
 namespace devmap {
 namespace {

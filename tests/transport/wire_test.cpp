@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "core/base/error.h"
 #include "transport/control_channel.h"
 #include "transport/params_io.h"
 

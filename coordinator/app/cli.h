@@ -1,0 +1,35 @@
+// The coordinator's command line: `coordinator [SUBCOMMAND] CONFIG [options]`.
+// One table of options (cli.cpp) drives parsing, each subcommand's --help and
+// the "did you mean" of an unknown option.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "coordinator/config/run_options.h"
+#include "coordinator/jobs/calibrate_job.h"
+#include "coordinator/jobs/predict_job.h"
+
+namespace devmap {
+
+struct CommandLine {
+  std::string subcommand;  // "train", "predict", "plan", "calibrate", or empty: the config's job
+  std::string config_path;
+  std::vector<std::string> overrides;  // --set values (and --checkpoint as train.checkpoint=), in order
+  RunOptions run;
+  PredictOptions predict;
+  CalibrateOptions calibrate;
+  bool json = false;                    // plan --json
+  std::string dot_path, emit_map_path;  // plan --dot, --emit-map
+  bool help = false;
+  bool version = false;
+};
+
+// Throws devmap::Error (kInvalidInput) with a message that ends in
+// "(see --help)" or names the nearest option for anything it does not
+// understand.
+CommandLine parse_command_line(int argc, char** argv);
+// The help of `subcommand` (empty: the whole command).
+std::string usage_text(const std::string& subcommand = "");
+
+}  // namespace devmap

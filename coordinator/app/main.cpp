@@ -1,0 +1,163 @@
+// coordinator: reads a config, launches one worker per device, runs the job.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <streambuf>
+
+#include "coordinator/app/cli.h"
+#include "coordinator/app/job_ranks.h"
+#include "coordinator/config/config.h"
+#include "coordinator/jobs/calibrate_job.h"
+#include "coordinator/jobs/plan_job.h"
+#include "coordinator/jobs/predict_job.h"
+#include "coordinator/jobs/train_job.h"
+#include "coordinator/plan/auto_placement.h"
+#include "coordinator/plan/gpu_placement.h"
+#include "coordinator/plan/step_costs.h"
+#include "coordinator/run/process_limits.h"
+#include "coordinator/util/progress_bar.h"
+#include "coordinator/util/signals.h"
+#include "core/exec/cpu_path.h"
+#include "core/exec/gemm_library.h"
+
+#ifndef DEVMAP_VERSION
+#define DEVMAP_VERSION "dev"
+#endif
+
+namespace devmap {
+namespace {
+
+// What the command line asks for: train, predict, plan or calibrate.
+std::string job_of(const CommandLine& cl, const Config& config) {
+  return cl.subcommand.empty() ? config.job : cl.subcommand;
+}
+
+// The job a rank runs, after the config is loaded and the ranks agree.
+int run_job(CommandLine& cl, Config& config, const TrainReplica& replica = {}) {
+  if (cl.subcommand == "calibrate") return run_calibrate(config, cl.run, cl.calibrate);
+  std::string job = job_of(cl, config);
+  if (job != "plan") resolve_gpu_placement(config, cl.run, std::cerr);
+  // device_map `auto`: the planner places what the user left to it, from
+  // op times measured first (train) or as the cache has them.
+  std::optional<PlacementPlan> auto_plan;
+  if (has_auto_placement(config)) {
+    if (job == "train") calibrate(config, cl.run, {}, calibration_path(cl.run), std::cerr);
+    auto_plan = place_automatically(config, cl.run, job == "train" ? 0 : cl.predict.batch);
+    if (job != "plan") print_auto_placement(*auto_plan, config, std::cerr);
+  }
+  if (job == "plan")
+    return run_plan(config, PlanOptions{cl.json, cl.predict.batch, cl.run, cl.dot_path, cl.emit_map_path,
+                                        auto_plan ? &*auto_plan : nullptr});
+  check_process_limits(config);
+  if (job == "predict") return run_predict(config, cl.run, cl.predict, replica.hosts);
+  return run_train(config, cl.run, replica);
+}
+
+// A rank other than the first prints nothing while it runs (rank 0 reports
+// the job); its streams come back for its errors.
+class QuietStreams {
+ public:
+  explicit QuietStreams(bool quiet) {
+    if (!quiet) return;
+    out_ = std::cout.rdbuf(&null_);
+    err_ = std::cerr.rdbuf(&null_);
+    ProgressBar::set_quiet(true);
+  }
+  ~QuietStreams() {
+    if (out_) std::cout.rdbuf(out_);
+    if (err_) std::cerr.rdbuf(err_);
+    ProgressBar::set_quiet(false);
+  }
+  QuietStreams(const QuietStreams&) = delete;
+  QuietStreams& operator=(const QuietStreams&) = delete;
+
+ private:
+  struct NullBuffer : std::streambuf {
+    int overflow(int c) override { return c == EOF ? 0 : c; }
+  } null_;
+  std::streambuf *out_ = nullptr, *err_ = nullptr;
+};
+
+// What `body` returns, or the exit code of what it threw (the message on
+// stderr).
+template <class Body>
+int exit_code_of(Body body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    if (int sig = interrupt_signal()) {
+      std::cerr << "devmap: " << e.what() << "\n"
+                << "devmap: interrupted by " << signal_name(sig)
+                << " and stopped without a checkpoint; the workers are stopped and the run's files removed\n";
+      return 128 + sig;
+    }
+    // One write: mpirun interleaves the ranks' lines. An empty message was
+    // written where it arose (JobRanks::refuse_to_start).
+    if (*e.what() != '\0') std::cerr << std::string(e.what()) + "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "devmap: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+// `code`, unless what went to standard output could not all be written (a
+// full disk, a closed pipe's reader gone): then 1, with the reason.
+int with_stdout_written(int code) {
+  std::cout.flush();
+  errno = 0;
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!failed) return code;
+  const int err = errno;
+  std::cerr << "devmap: writing the results to standard output failed"
+            << (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) << "\n";
+  return code == 0 ? 1 : code;
+}
+
+}  // namespace
+}  // namespace devmap
+
+int main(int argc, char** argv) {
+  using namespace devmap;
+  install_interrupt_handlers();
+  return with_stdout_written(exit_code_of([&] {
+    CommandLine cl = parse_command_line(argc, argv);
+    if (cl.help) {
+      std::cout << usage_text(cl.subcommand);
+      return 0;
+    }
+    if (cl.version) {
+      std::cout << "devmap " << DEVMAP_VERSION << "\n";
+      return 0;
+    }
+    // `predict` checks the model as a prediction job: it needs no labels or
+    // loss op, whatever the file's job says (a --set job=... still wins).
+    if (cl.subcommand == "predict") cl.overrides.insert(cl.overrides.begin(), "job=predict");
+    Config config = load_config(cl.config_path, cl.overrides);
+    set_grace_period(std::chrono::milliseconds(static_cast<int64_t>(config.faults.grace_period * 1000)));
+    // The CPU workers would fail on a bad DEVMAP_CPU_PATH or DEVMAP_GEMM: say so before any starts.
+    cpu_path_from_environment();
+    gemm_library_from_environment();
+    // A plan runs nothing: it needs no ranks, on one host or several.
+    if (cl.subcommand == "plan") return run_job(cl, config);
+    // Every rank of a job across hosts agrees on the config and its hosts;
+    // rank 0 runs the job and the others wait for its end.
+    JobRanks ranks(&argc, &argv, config);
+    ranks.check_job(job_of(cl, config), config);
+    int code = 0;
+    if (ranks.runs(job_of(cl, config), config))
+      code = exit_code_of([&] {
+        QuietStreams quiet(!ranks.drives_the_job());
+        try {
+          return run_job(cl, config,
+                         TrainReplica{ranks.rank(), static_cast<int>(config.data_parallel.replicas), ranks.start_sum(),
+                                      ranks.stages()});
+        } catch (const Error& e) {
+          if (ranks.size() == 1) throw;
+          throw Error(e.kind(), ranks.where() + ": " + e.what());  // which host failed
+        }
+      });
+    return ranks.finish(code, config);
+  }));
+}

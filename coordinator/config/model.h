@@ -1,0 +1,34 @@
+// Builds a config's graph from its `model` section.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+#include "coordinator/config/config.h"
+#include "coordinator/config/placement.h"
+#include "coordinator/config/yaml/source.h"
+
+namespace devmap {
+
+struct ModelGraph {
+  Graph graph;                          // shapes inferred; node.device still empty (see place_ops)
+  std::vector<DeviceRequest> requests;  // parallel to graph's nodes: the devices the model section asks for
+  std::vector<std::string> groups;      // the names of model.ops' groups, in document order
+};
+
+// Reads model.ops, its groups flattened away (config_groups.h), in document
+// order: checks names (valid, unique), ops (known), attributes (against the
+// op's AttrSpecs; absent optional ones are set to their defaults so kernels
+// can read every attribute), inputs (defined earlier, as many as the op
+// takes) and devices (declared). Then infers shapes, checks that every loss
+// and metric op that reads labels (OpSchema::second_input_is_labels) reads
+// a labels op with as many classes as its logits, and
+// checks the roles `job` needs: one input op, and for "train" one labels op
+// and one loss op. Throws devmap::Error (kInvalidInput) located at the
+// offending node.
+ModelGraph build_model_graph(const YAML::Node& model, const YamlSource& src, const std::string& job,
+                             const std::vector<DeviceSpec>& devices);
+
+}  // namespace devmap

@@ -1,0 +1,61 @@
+#include "coordinator/plan/device_map_writer.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <sstream>
+
+namespace devmap {
+
+namespace {
+
+// Drops the `device` of every op and group under `ops`: the emitted
+// device_map alone says where each op runs.
+void drop_devices(YAML::Node ops) {
+  if (!ops.IsSequence()) return;
+  for (YAML::Node item : ops) {
+    if (!item.IsMap()) continue;
+    item.remove("device");
+    if (item["ops"]) drop_devices(item["ops"]);
+  }
+}
+
+}  // namespace
+
+std::string config_with_device_map(const EmittedMap& m) {
+  const Graph& g = *m.graph;
+  std::map<std::string, int> ops_on;
+  for (const Node& n : g.nodes())
+    if (!n.device.empty()) ++ops_on[n.device];
+  std::string default_device = m.config->default_device;
+  int most = -1;
+  for (const auto& [device, count] : ops_on)
+    if (count > most) {
+      most = count;
+      default_device = device;
+    }
+  YAML::Node root = YAML::Load(m.config->resolved_yaml);
+  YAML::Node device_map;
+  device_map["default"] = default_device;
+  YAML::Node place(YAML::NodeType::Map);
+  for (const Node& n : g.nodes())
+    if (!n.device.empty() && n.device != default_device && n.schema->num_inputs > 0) place[n.name] = n.device;
+  if (place.size() > 0) device_map["place"] = place;
+  root["device_map"] = device_map;
+  if (root["model"] && root["model"]["ops"]) drop_devices(root["model"]["ops"]);
+  YAML::Node train = root["train"] ? root["train"] : YAML::Node(YAML::NodeType::Map);
+  YAML::Node pipeline = train["pipeline"] ? train["pipeline"] : YAML::Node(YAML::NodeType::Map);
+  pipeline["micro_batches"] = m.micro_batches;
+  pipeline["schedule"] = pipeline_kind_name(m.config->train.pipeline);
+  train["pipeline"] = pipeline;
+  root["train"] = train;
+  std::ostringstream out;
+  std::istringstream header(m.header);
+  for (std::string line; std::getline(header, line);) out << "# " << line << "\n";
+  YAML::Emitter e;
+  e << root;
+  out << e.c_str() << "\n";
+  return out.str();
+}
+
+}  // namespace devmap

@@ -1,0 +1,184 @@
+#include "coordinator/run/session.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "coordinator/plan/step_costs.h"
+#include "coordinator/plan/step_estimate.h"
+#include "coordinator/run/host_stages.h"
+#include "coordinator/run/stale_runs.h"
+#include "coordinator/util/signals.h"
+#include "core/base/format_bytes.h"
+#include "transport/edge_plan.h"
+#include "transport/run_names.h"
+
+namespace devmap {
+
+std::string find_worker_program(const RunOptions& options, DeviceKind kind) {
+  std::string name = kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
+  std::filesystem::path dir = options.worker_dir;
+  if (dir.empty()) {
+    if (const char* env = std::getenv("DEVMAP_WORKER_DIR"))
+      dir = env;
+    else
+      dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  }
+  std::filesystem::path p = dir / name;
+  if (::access(p.c_str(), X_OK) != 0)
+    throw_runtime("cannot find the worker program " + p.string() + " (build it, or set DEVMAP_WORKER_DIR)");
+  return p.string();
+}
+
+void check_devices(const Config& config, const Partition& partition, const HostStages* hosts) {
+  int threads = 0;
+  for (const std::string& name : partition.devices) {
+    if (hosts && !hosts->local(name)) continue;
+    const DeviceSpec* d = config.find_device(name);
+    if (d->kind == DeviceKind::kCpu) threads += d->threads;
+  }
+  unsigned cores = std::thread::hardware_concurrency();
+  if (cores > 0 && threads > static_cast<int>(cores))
+    std::cerr << "devmap: warning: the workers use " << threads << " threads in total on a machine with " << cores
+              << " cores; they will compete for them\n";
+}
+
+void log_placement(const Config& config, const Partition& partition, int64_t batch, std::ostream& os) {
+  const Graph& g = config.graph;
+  os << "placement:\n";
+  for (const Node& n : g.nodes()) {
+    if (n.schema->num_inputs == 0) {
+      std::string readers;
+      for (const DeviceProgram& p : partition.programs)
+        if (p.uses_tensor[static_cast<size_t>(g.find(n.name))]) readers += (readers.empty() ? "" : ", ") + p.device;
+      os << "  " << n.name << " (" << n.op() << "): fed by the coordinator, read in place by "
+         << (readers.empty() ? "no device" : readers) << "\n";
+    } else {
+      size_t i = static_cast<size_t>(g.find(n.name));
+      std::string why = i < config.placement_reason.size() ? config.placement_reason[i] : "";
+      os << "  " << n.name << " (" << n.op() << "): " << n.device << (why.empty() ? "" : "  [" + why + "]") << "\n";
+    }
+  }
+  os << "cut edges (batch " << batch << "):\n";
+  if (partition.edges.empty()) os << "  none: every op runs on one device\n";
+  std::map<std::pair<std::string, std::string>, int64_t> totals;
+  for (const Edge& e : partition.edges) {
+    std::string to;
+    for (const std::string& c : e.consumers) {
+      to += (to.empty() ? "" : ", ") + c;
+      totals[{e.producer, c}] += e.bytes(batch);
+    }
+    os << "  " << e.name << (e.backward ? " (gradient)" : "") << " " << e.per_sample.with_batch(batch).to_string()
+       << ": " << e.producer << " -> " << to << ", " << e.bytes(batch) << " bytes ("
+       << format_bytes(static_cast<uint64_t>(e.bytes(batch))) << ") per step\n";
+  }
+  if (!totals.empty()) os << "bytes crossing per step:\n";
+  for (const auto& [pair, bytes] : totals)
+    os << "  " << pair.first << " -> " << pair.second << ": " << bytes << " bytes ("
+       << format_bytes(static_cast<uint64_t>(bytes)) << ")\n";
+}
+
+namespace {
+
+// Runs before the session creates anything of its own.
+bool sweep_stale_runs() {
+  for (const std::string& path : remove_stale_runs())
+    std::cerr << "devmap: removed " << path << ", left by a run whose process is gone\n";
+  return true;
+}
+
+}  // namespace
+
+std::vector<int> external_ops(const Graph& graph, const std::vector<int>& outputs) {
+  std::vector<int> ext = outputs;
+  for (int i = 0; i < graph.size(); ++i)
+    if (graph.node(i).schema->num_inputs == 0) ext.push_back(i);
+  return ext;
+}
+
+Session::Session(const Config& config, const RunOptions& options, Graph graph, SessionJob job)
+    : swept_(sweep_stale_runs()),
+      graph_(std::move(graph)),
+      program_(job.training ? build_training_program(graph_) : build_inference_program(graph_, job.outputs)),
+      partition_(partition_program(graph_, program_)),
+      plan_inputs_(plan_inputs(config, graph_, program_, partition_, external_ops(graph_, job.outputs))),
+      memory_([&] {
+        JobMemory m = plan_run_memory_with_costs(config, options, plan_inputs_, job.batch, job.eval_batch, job.outputs);
+        check_shared_memory(m.shared, config.path);
+        return m;
+      }()),
+      layout_(InputLayout::for_graph(graph_, memory_.reserve, memory_.input_slots())),
+      output_layout_(InputLayout::for_nodes(graph_, job.outputs, memory_.reserve, memory_.input_slots())),
+      input_(ShmSegment::create(run_.segment_name("input"), layout_.total_bytes())) {
+  const int64_t max_batch = memory_.reserve;
+  const HostStages* hosts = job.hosts;
+  auto here = [hosts](const std::string& device) { return !hosts || hosts->local(device); };
+  check_devices(config, partition_, hosts);
+  if (!job.outputs.empty())
+    output_ =
+        std::make_unique<ShmSegment>(ShmSegment::create(run_.segment_name("output"), output_layout_.total_bytes()));
+  std::string prefix = run_.segment_prefix();
+  // The rings of the edges that touch this host's devices (every edge on one host).
+  const std::vector<ChannelEdge> edges = channel_edges(
+      partition_, prefix, max_batch, "", memory_.rounds ? memory_.pipeline.edge_slots : std::vector<int>{});
+  for (const ChannelEdge& e : edges) {
+    bool touches = here(e.producer);
+    for (const std::string& c : e.consumers) touches = touches || here(c);
+    if (touches) edge_segments_.push_back(ShmSegment::create(e.segment, e.slot_bytes * e.slots));
+  }
+  if (hosts) relay_ = hosts->relay(edges, data_endpoints(partition_, run_.directory()));
+
+  std::vector<WorkerLaunch> launches;
+  for (const std::string& name : partition_.devices) {
+    if (!here(name)) continue;
+    const DeviceSpec* d = config.find_device(name);
+    WorkerLaunch l;
+    l.program = find_worker_program(options, d->kind);
+    l.plan.device = name;
+    l.plan.threads = d->threads;
+    l.plan.affinity = d->affinity;
+    l.plan.seed = config.train.seed;
+    l.plan.gradient_chunk = config.train.gradient_chunk;
+    l.plan.training = job.training;
+    l.plan.profile = options.profile;
+    l.plan.optimizer = config.train.optimizer;
+    l.plan.max_batch = max_batch;
+    if (memory_.rounds) {
+      l.plan.pipeline = memory_.pipeline.kind;
+      l.plan.micro_batches = memory_.pipeline.micro_batches;
+    }
+    l.plan.memory_limit = d->memory_limit > 0 ? static_cast<uint64_t>(d->memory_limit) : 0;
+    l.plan.graph = graph_;
+    l.plan.outputs = job.outputs;
+    if (output_) {
+      l.plan.output_segment = output_->name();
+      l.plan.output_layout = output_layout_;
+    }
+    l.plan.input_segment = input_.name();
+    l.plan.layout = layout_;
+    l.plan.run_prefix = prefix;
+    l.plan.run_dir = run_.directory();
+    launches.push_back(std::move(l));
+  }
+  startup_timeout_ = std::chrono::milliseconds(static_cast<int64_t>(config.faults.startup_timeout * 1000));
+  FaultPolicy policy;
+  policy.step_timeout = std::chrono::milliseconds(static_cast<int64_t>(config.faults.step_timeout * 1000));
+  policy.heartbeat_timeout = std::chrono::milliseconds(static_cast<int64_t>(config.faults.heartbeat_timeout * 1000));
+  policy.factor = FaultConfig::kPlannedStepFactor;
+  policy.planned_seconds = [estimate = StepEstimate(config, graph_, partition_)](int64_t samples, bool train) {
+    return estimate.seconds(samples, train);
+  };
+  group_ = std::make_unique<WorkerGroup>(run_, std::move(launches), policy, [] { return abort_requested(); });
+  if (hosts) group_->set_hosts(hosts, relay_.get());
+}
+
+Session::~Session() = default;
+
+void Session::start() {
+  group_->start(startup_timeout_);
+}
+
+}  // namespace devmap

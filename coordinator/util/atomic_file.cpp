@@ -1,0 +1,91 @@
+#include "coordinator/util/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "coordinator/run/stale_runs.h"
+#include "core/base/error.h"
+
+namespace devmap {
+
+namespace fs = std::filesystem;
+
+bool AtomicFile::renames_into_place(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode);
+}
+
+AtomicFile::AtomicFile(std::string path, std::string what)
+    : path_(std::move(path)), what_(std::move(what)), tmp_(path_ + ".tmp-" + std::to_string(::getpid())) {
+  if (!renames_into_place(path_)) {
+    // A device, a FIFO, a link (/dev/stdout): written where it is.
+    tmp_.clear();
+    out_.open(path_, std::ios::out | std::ios::binary);
+    if (!out_) throw_invalid("cannot write " + what_ + " to '" + path_ + "': " + std::strerror(errno));
+    return;
+  }
+  fs::path p(path_);
+  std::error_code ec;
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  remove_stale(path_);
+  out_.open(tmp_, std::ios::trunc | std::ios::binary);
+  if (!out_)
+    throw_invalid("cannot write " + what_ + " to '" + path_ + "': " + std::strerror(errno) + " (creating " + tmp_ +
+                  ")");
+}
+
+AtomicFile::~AtomicFile() {
+  if (!committed_) {
+    out_.close();
+    if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  }
+}
+
+void AtomicFile::commit() {
+  out_.flush();
+  const int write_errno = errno;
+  const std::string& written = tmp_.empty() ? path_ : tmp_;
+  if (!out_) throw_runtime("writing " + what_ + " to '" + written + "' failed: " + std::strerror(write_errno));
+  out_.close();
+  if (tmp_.empty()) {  // written in place
+    committed_ = true;
+    return;
+  }
+  int fd = ::open(tmp_.c_str(), O_RDONLY);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw_runtime("writing " + what_ + " to '" + tmp_ + "' failed: " + std::strerror(err));
+  }
+  ::close(fd);
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+    throw_runtime("cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno));
+  committed_ = true;
+}
+
+void AtomicFile::remove_stale(const std::string& path) {
+  fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const std::string prefix = p.filename().string() + ".tmp-";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (std::stoi(pid) != ::getpid() && pid_gone(std::stoi(pid))) fs::remove(entry.path(), ec);
+  }
+}
+
+void write_file_atomically(const std::string& path, const std::string& text, const std::string& what) {
+  AtomicFile f(path, what);
+  f.stream() << text;
+  f.commit();
+}
+
+}  // namespace devmap
