@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "coordinator/run/gradient_exchange.h"
 #include "core/base/error.h"
 #include "transport/mpi_session.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "coordinator/plan/calibration_cache.h"
 #include "core/base/error.h"
 #include "core/placement/planner.h"

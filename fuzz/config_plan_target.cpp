@@ -3,9 +3,10 @@
 #include <sstream>
 #include <string>
 
-#include "coordinator/config/config.h"
-#include "coordinator/jobs/predict_job.h"
+#include "coordinator/config/loader.h"
+#include "coordinator/config/model.h"
 #include "coordinator/plan/job_memory.h"
+#include "coordinator/plan/job_plan.h"
 #include "coordinator/run/session.h"
 #include "core/base/error.h"
 #include "core/plan/partition.h"
@@ -22,7 +23,7 @@ namespace devmap::fuzz {
 // (coordinator/jobs/plan_job.cpp) up to the point where they create segments
 // and processes.
 std::vector<WorkerPlan> plan_workers(const Config& config) {
-  const bool training = config.job != "predict";
+  const bool training = config.job != Job::kPredict;
   Graph graph = config.graph;
   std::vector<int> outputs;
   if (!training) outputs.push_back(prediction_node(graph, config.path));

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "core/exec/worker_plan.h"
 #include "core/graph/safetensors.h"
 #include "fuzz/config_planner.h"

@@ -32,11 +32,6 @@ struct RelayPlan {
   std::vector<RelayEdge> edges;                  // those with a device here and one elsewhere
 };
 
-struct RelayStats {
-  uint64_t tensors_sent = 0, bytes_sent = 0;
-  uint64_t tensors_received = 0, bytes_received = 0;
-};
-
 class EdgeRelay {
  public:
   virtual ~EdgeRelay() = default;
@@ -45,7 +40,6 @@ class EdgeRelay {
   // again within a fraction of a millisecond (a relay with edges: tensors
   // move only while it is pumped).
   virtual bool pump() = 0;
-  virtual RelayStats stats() const = 0;
 };
 
 }  // namespace devmap

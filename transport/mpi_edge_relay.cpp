@@ -59,8 +59,6 @@ class MpiEdgeRelay final : public EdgeRelay {
     return !edges_.empty();
   }
 
-  RelayStats stats() const override { return stats_; }
-
  private:
   // One tensor on its way to one other host.
   struct Outgoing {
@@ -204,8 +202,6 @@ class MpiEdgeRelay final : public EdgeRelay {
       check_mpi(MPI_Isend(st.slot(h.slot), static_cast<int>(h.bytes), MPI_BYTE, route->rank, payload_tag(ce.id),
                           MPI_COMM_WORLD, &out->requests[1]),
                 "MPI_Isend (relay tensor)");
-      ++stats_.tensors_sent;
-      stats_.bytes_sent += h.bytes;
     }
     ++out->readies;
     if (out->sent)
@@ -255,8 +251,6 @@ class MpiEdgeRelay final : public EdgeRelay {
       h.slot = in.slot;
       st.outstanding[in.slot] = static_cast<int>(st.local_consumers.size());
       for (const std::string& c : st.local_consumers) push(c, wire::MsgType::kTensorReady, h);
-      ++stats_.tensors_received;
-      stats_.bytes_received += h.bytes;
     }
   }
 
@@ -272,7 +266,6 @@ class MpiEdgeRelay final : public EdgeRelay {
   std::map<std::string, zmq::socket_t> pull_;  // by device on another host: bound at its data socket here
   std::map<std::string, zmq::socket_t> push_;  // by device on this host: its data socket
   std::map<int, EdgeState> edges_;
-  RelayStats stats_;
 };
 
 }  // namespace

@@ -15,16 +15,13 @@
 #include "coordinator/config/names.h"
 #include "coordinator/plan/auto_placement.h"
 #include "coordinator/plan/calibration_cache.h"
+#include "coordinator/util/version.h"
 #include "core/base/process_stats.h"
 #include "transport/wire.h"
 
 #ifdef DEVMAP_HAS_MPI
 #include "transport/mpi_edge_relay.h"
 #include "transport/mpi_session.h"
-#endif
-
-#ifndef DEVMAP_VERSION
-#define DEVMAP_VERSION "dev"
 #endif
 
 namespace devmap {
@@ -212,7 +209,7 @@ RankFacts local_rank_facts(const std::string& host, const Config& config) {
   f.host = host;
   f.addresses = ipv4_addresses();
   f.protocol = wire::kProtocolVersion;
-  f.build = DEVMAP_VERSION;
+  f.build = devmap_version();
   f.config_digest = key_hash(config.resolved_yaml);
   return f;
 }
@@ -304,12 +301,12 @@ JobRanks::JobRanks([[maybe_unused]] int* argc, [[maybe_unused]] char*** argv, co
 #endif
 }
 
-void JobRanks::check_job(const std::string& job, const Config& config) const {
+void JobRanks::check_job(Job job, const Config& config) const {
   if (!stages_) return;
   std::string problem;
-  if (job != "train" && job != "predict")
-    problem = job + " with devices on several hosts (" + off_rank0_ +
-              ") is not built yet: training and prediction run pipeline stages across hosts; " + job +
+  if (job != Job::kTrain && job != Job::kPredict)
+    problem = std::string(job_name(job)) + " with devices on several hosts (" + off_rank0_ +
+              ") is not built yet: training and prediction run pipeline stages across hosts; " + job_name(job) +
               " with a device map on one host";
   else if (has_auto_placement(config) || config.train.auto_micro_batches())
     problem = config.path + ": device_map `auto` and train.micro_batches `auto` measure the devices first, which " +

@@ -82,13 +82,13 @@ class JobRanks {
   JobRanks& operator=(const JobRanks&) = delete;
 
   bool drives_the_job() const { return rank_ == 0; }
-  // Whether this rank runs `job` ("train", "predict", "calibrate"): rank 0
+  // Whether this rank runs `job`: rank 0
   // always; every rank trains a data-parallel job, each its replica, and
   // trains or predicts with a job whose devices span hosts, each its
   // host's devices.
-  bool runs(const std::string& job, const Config& config) const {
-    return rank_ == 0 || (job == "train" && config.data_parallel.replicas > 1) ||
-           (stages_ && (job == "train" || job == "predict"));
+  bool runs(Job job, const Config& config) const {
+    return rank_ == 0 || (job == Job::kTrain && config.data_parallel.replicas > 1) ||
+           (stages_ && (job == Job::kTrain || job == Job::kPredict));
   }
   // A job whose devices span hosts: this rank's part; null otherwise.
   const HostStages* stages() const { return stages_.get(); }
@@ -96,7 +96,7 @@ class JobRanks {
   // run across these hosts: training and prediction run devices on several
   // hosts, without measuring first (device_map `auto`, micro_batches
   // `auto`, calibrate).
-  void check_job(const std::string& job, const Config& config) const;
+  void check_job(Job job, const Config& config) const;
   // Sums a buffer over the ranks in rank order (MpiSession::
   // allreduce_sum_ordered, done when the returned test is first called);
   // with one rank, leaves it as it is.

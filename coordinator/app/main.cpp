@@ -7,7 +7,7 @@
 
 #include "coordinator/app/cli.h"
 #include "coordinator/app/job_ranks.h"
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "coordinator/jobs/calibrate_job.h"
 #include "coordinator/jobs/plan_job.h"
 #include "coordinator/jobs/predict_job.h"
@@ -18,39 +18,36 @@
 #include "coordinator/run/process_limits.h"
 #include "coordinator/util/progress_bar.h"
 #include "coordinator/util/signals.h"
+#include "coordinator/util/version.h"
 #include "core/exec/cpu_path.h"
 #include "core/exec/gemm_library.h"
-
-#ifndef DEVMAP_VERSION
-#define DEVMAP_VERSION "dev"
-#endif
 
 namespace devmap {
 namespace {
 
 // What the command line asks for: train, predict, plan or calibrate.
-std::string job_of(const CommandLine& cl, const Config& config) {
-  return cl.subcommand.empty() ? config.job : cl.subcommand;
+Job job_of(const CommandLine& cl, const Config& config) {
+  return cl.subcommand.empty() ? config.job : *parse_job(cl.subcommand);
 }
 
 // The job a rank runs, after the config is loaded and the ranks agree.
 int run_job(CommandLine& cl, Config& config, const TrainReplica& replica = {}) {
-  if (cl.subcommand == "calibrate") return run_calibrate(config, cl.run, cl.calibrate);
-  std::string job = job_of(cl, config);
-  if (job != "plan") resolve_gpu_placement(config, cl.run, std::cerr);
+  const Job job = job_of(cl, config);
+  if (job == Job::kCalibrate) return run_calibrate(config, cl.run, cl.calibrate);
+  if (job != Job::kPlan) resolve_gpu_placement(config, cl.run, std::cerr);
   // device_map `auto`: the planner places what the user left to it, from
   // op times measured first (train) or as the cache has them.
   std::optional<PlacementPlan> auto_plan;
   if (has_auto_placement(config)) {
-    if (job == "train") calibrate(config, cl.run, {}, calibration_path(cl.run), std::cerr);
-    auto_plan = place_automatically(config, cl.run, job == "train" ? 0 : cl.predict.batch);
-    if (job != "plan") print_auto_placement(*auto_plan, config, std::cerr);
+    if (job == Job::kTrain) calibrate(config, cl.run, {}, calibration_path(cl.run), std::cerr);
+    auto_plan = place_automatically(config, cl.run, job == Job::kTrain ? 0 : cl.predict.batch);
+    if (job != Job::kPlan) print_auto_placement(*auto_plan, config, std::cerr);
   }
-  if (job == "plan")
+  if (job == Job::kPlan)
     return run_plan(config, PlanOptions{cl.json, cl.predict.batch, cl.run, cl.dot_path, cl.emit_map_path,
                                         auto_plan ? &*auto_plan : nullptr});
   check_process_limits(config);
-  if (job == "predict") return run_predict(config, cl.run, cl.predict, replica.hosts);
+  if (job == Job::kPredict) return run_predict(config, cl.run, cl.predict, replica.hosts);
   return run_train(config, cl.run, replica);
 }
 
@@ -128,19 +125,19 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cl.version) {
-      std::cout << "devmap " << DEVMAP_VERSION << "\n";
+      std::cout << "devmap " << devmap_version() << "\n";
       return 0;
     }
     // `predict` checks the model as a prediction job: it needs no labels or
     // loss op, whatever the file's job says (a --set job=... still wins).
-    if (cl.subcommand == "predict") cl.overrides.insert(cl.overrides.begin(), "job=predict");
+    if (parse_job(cl.subcommand) == Job::kPredict) cl.overrides.insert(cl.overrides.begin(), "job=predict");
     Config config = load_config(cl.config_path, cl.overrides);
     set_grace_period(std::chrono::milliseconds(static_cast<int64_t>(config.faults.grace_period * 1000)));
     // The CPU workers would fail on a bad DEVMAP_CPU_PATH or DEVMAP_GEMM: say so before any starts.
     cpu_path_from_environment();
     gemm_library_from_environment();
     // A plan runs nothing: it needs no ranks, on one host or several.
-    if (cl.subcommand == "plan") return run_job(cl, config);
+    if (parse_job(cl.subcommand) == Job::kPlan) return run_job(cl, config);
     // Every rank of a job across hosts agrees on the config and its hosts;
     // rank 0 runs the job and the others wait for its end.
     JobRanks ranks(&argc, &argv, config);

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "coordinator/checkpoint/checkpoint.h"
-#include "coordinator/run/stale_runs.h"
+#include "coordinator/util/atomic_file.h"
 #include "core/base/error.h"
 #include "core/graph/safetensors.h"
 
@@ -152,10 +152,7 @@ void CheckpointStore::commit(int64_t step) {
   const std::string prefix = stem_ + ".";
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     std::string name = entry.path().filename().string();
-    size_t t = name.rfind(".tmp-");
-    if (name.rfind(prefix, 0) != 0 || t == std::string::npos) continue;
-    auto pid = parse_step(name.substr(t + 5));
-    if (pid && *pid != ::getpid() && pid_gone(static_cast<int>(*pid))) fs::remove(entry.path(), ec);
+    if (name.rfind(prefix, 0) == 0 && AtomicFile::is_abandoned_temporary(name)) fs::remove(entry.path(), ec);
   }
 }
 

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/base/device_kind.h"
@@ -135,10 +137,18 @@ struct DataParallelConfig {
   static constexpr int64_t kMaxReplicas = 64;
 };
 
+// What a run does. A config's `job` is train or predict; the command line
+// may ask for plan or calibrate instead (app/cli.h).
+enum class Job { kTrain, kPredict, kPlan, kCalibrate };
+// "train", "predict", "plan", "calibrate".
+const char* job_name(Job job);
+// The job named `name`; nullopt for any other text.
+std::optional<Job> parse_job(std::string_view name);
+
 struct Config {
-  std::string path;           // the YAML file as given
-  std::string job = "train";  // "train" or "predict"
-  Graph graph;                // ops in order, shapes inferred, each op's device set
+  std::string path;       // the YAML file as given
+  Job job = Job::kTrain;  // kTrain or kPredict
+  Graph graph;            // ops in order, shapes inferred, each op's device set
   DataConfig data;
   TrainConfig train;
   PredictConfig predict;
@@ -166,15 +176,5 @@ struct Config {
 
   const DeviceSpec* find_device(const std::string& name) const;
 };
-
-// Loads, applies `overrides` ("train.epochs=1", applied in order), validates
-// and builds the graph. Throws devmap::Error (kInvalidInput) whose message
-// starts with "file:line:col: " for every mistake in the file, and
-// "--set KEY=VALUE: " for a bad override.
-Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
-
-// The same, from text (for tests and fuzzing); `name` is used in messages.
-Config load_config_text(const std::string& text, const std::string& name,
-                        const std::vector<std::string>& overrides = {});
 
 }  // namespace devmap

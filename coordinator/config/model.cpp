@@ -177,7 +177,7 @@ void check_label_classes(const Graph& graph) {
 
 }  // namespace
 
-ModelGraph build_model_graph(const YAML::Node& model_node, const YamlSource& src, const std::string& job,
+ModelGraph build_model_graph(const YAML::Node& model_node, const YamlSource& src, Job job,
                              const std::vector<DeviceSpec>& devices) {
   MapReader model(src, model_node, {"model", "in model", "model.", ""}, config_keys::kModel);
   if (!model.has("ops")) model.fail_missing("ops");
@@ -209,7 +209,7 @@ ModelGraph build_model_graph(const YAML::Node& model_node, const YamlSource& src
                "the model has no input op: add one first, e.g. {name: image, op: input, shape: [1, 28, 28]}");
   graph.find_role(OpRole::kLabelInput);  // at most one
   graph.find_role(OpRole::kLoss);        // at most one
-  if (job == "train") {
+  if (job == Job::kTrain) {
     require_role(graph, OpRole::kLabelInput, src, ops,
                  "job is train, but the model has no labels op: add e.g. {name: label, op: labels, classes: 10}");
     require_role(graph, OpRole::kLoss, src, ops,
@@ -217,6 +217,24 @@ ModelGraph build_model_graph(const YAML::Node& model_node, const YamlSource& src
                  "{name: loss, op: softmax_cross_entropy, inputs: [logits, label]}");
   }
   return out;
+}
+
+int prediction_node(Graph& g, const std::string& config_path) {
+  for (int i = 0; i < g.size(); ++i)
+    if (g.node(i).op() == "argmax") return i;
+  int loss = g.find_role(OpRole::kLoss);
+  if (loss < 0)
+    throw_invalid(config_path + ": predict needs an argmax op, or a softmax_cross_entropy op whose logits to use");
+  const Node& logits = g.node(g.node(loss).inputs[0]);
+  Node n;
+  n.name = "prediction";
+  while (g.find(n.name) >= 0) n.name += "_";
+  n.schema = find_op("argmax");
+  n.inputs = {g.node(loss).inputs[0]};
+  n.device = logits.device;
+  int id = g.add(std::move(n));
+  g.infer();
+  return id;
 }
 
 }  // namespace devmap

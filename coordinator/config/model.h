@@ -28,7 +28,11 @@ struct ModelGraph {
 // checks the roles `job` needs: one input op, and for "train" one labels op
 // and one loss op. Throws devmap::Error (kInvalidInput) located at the
 // offending node.
-ModelGraph build_model_graph(const YAML::Node& model, const YamlSource& src, const std::string& job,
+ModelGraph build_model_graph(const YAML::Node& model, const YamlSource& src, Job job,
                              const std::vector<DeviceSpec>& devices);
+
+// The op whose output is the predicted class: an argmax op of the model, or
+// one added to `g` on the loss's logits (placed with them).
+int prediction_node(Graph& g, const std::string& config_path);
 
 }  // namespace devmap

@@ -6,6 +6,7 @@
 #include "coordinator/config/keys.h"
 #include "coordinator/config/names.h"
 #include "coordinator/config/yaml/scalar.h"
+#include "core/graph/op_schema.h"
 
 namespace devmap {
 namespace {

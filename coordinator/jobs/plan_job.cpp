@@ -2,7 +2,7 @@
 
 #include <iostream>
 
-#include "coordinator/jobs/predict_job.h"
+#include "coordinator/config/model.h"
 #include "coordinator/plan/auto_placement.h"
 #include "coordinator/plan/device_map_writer.h"
 #include "coordinator/plan/job_memory.h"
@@ -21,38 +21,37 @@ int run_plan(const Config& config, const PlanOptions& options) {
   if (!options.dot_path.empty()) files.outputs.push_back({"--dot", options.dot_path});
   if (!options.emit_map_path.empty()) files.outputs.push_back({"--emit-map", options.emit_map_path});
   check_run_files(files);
-  const bool training = config.job != "predict";
+  const bool training = config.job != Job::kPredict;
   Graph graph = config.graph;
   std::vector<int> outputs;
   if (!training) outputs.push_back(prediction_node(graph, config.path));
-  Program program = training ? build_training_program(graph) : build_inference_program(graph, outputs);
-  Partition partition = partition_program(graph, program);
-  PlanInputs inputs = plan_inputs(config, graph, program, partition, external_ops(graph, outputs));
   int64_t batch = options.batch;
   if (batch <= 0)
     batch = training ? config.train.batch_size
                      : (config.predict.batch > 0 ? config.predict.batch : config.train.eval_batch_size);
-  const int64_t eval_batch = training ? config.train.eval_batch_size : 0;
-  JobMemory memory = plan_run_memory_with_costs(config, options.run, inputs, batch, eval_batch, outputs);
+  const JobShape shape{training, outputs, batch, training ? config.train.eval_batch_size : 0};
+  const JobPlan plan(config, options.run, std::move(graph), shape);
+  const Partition& partition = plan.partition;
+  const JobMemory& memory = plan.memory;
   PlanReportInfo info{config.path, training ? "train" : "predict", &partition};
   if (options.json) {
-    std::string json = memory_plan_json(info, memory, graph);
+    std::string json = memory_plan_json(info, memory, plan.graph);
     if (options.auto_plan)  // the planner's account joins the plan's object
       json = json.substr(0, json.size() - 1) + ",\"auto_placement\":" + auto_placement_json(*options.auto_plan) + "}";
     std::cout << json << "\n";
   } else {
     if (options.auto_plan) print_auto_placement(*options.auto_plan, config, std::cout);
-    print_memory_plan(info, memory, graph, std::cout);
+    print_memory_plan(info, memory, plan.graph, std::cout);
   }
   if (!options.dot_path.empty()) {
-    write_placement_picture(options.dot_path, placement_dot({&config, &graph, &partition, &memory, batch}));
+    write_placement_picture(options.dot_path, placement_dot({&config, &plan.graph, &partition, &memory, batch}));
     std::cerr << "devmap: placement picture: " << options.dot_path << "\n";
   }
   if (!options.emit_map_path.empty()) {
     const std::string header = "The placement of " + config.path + " as `coordinator plan --emit-map` wrote it:\n" +
                                "launch this file as it is, or edit device_map.";
-    write_file_atomically(options.emit_map_path, config_with_device_map({&config, &graph, memory.split.count, header}),
-                          "--emit-map");
+    write_file_atomically(options.emit_map_path,
+                          config_with_device_map({&config, &plan.graph, memory.split.count, header}), "--emit-map");
     std::cerr << "devmap: device map: " << options.emit_map_path << "\n";
   }
   return 0;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "coordinator/checkpoint/checkpoint.h"
+#include "coordinator/config/model.h"
 #include "coordinator/data/image_input.h"
 #include "coordinator/data/prediction_writer.h"
 #include "coordinator/jobs/memory_report.h"
@@ -55,24 +56,6 @@ void gather_rows_to_rank0(const HostStages& hosts, const Graph& graph, const Inp
 }
 
 }  // namespace
-
-int prediction_node(Graph& g, const std::string& config_path) {
-  for (int i = 0; i < g.size(); ++i)
-    if (g.node(i).op() == "argmax") return i;
-  int loss = g.find_role(OpRole::kLoss);
-  if (loss < 0)
-    throw_invalid(config_path + ": predict needs an argmax op, or a softmax_cross_entropy op whose logits to use");
-  const Node& logits = g.node(g.node(loss).inputs[0]);
-  Node n;
-  n.name = "prediction";
-  while (g.find(n.name) >= 0) n.name += "_";
-  n.schema = find_op("argmax");
-  n.inputs = {g.node(loss).inputs[0]};
-  n.device = logits.device;
-  int id = g.add(std::move(n));
-  g.infer();
-  return id;
-}
 
 int run_predict(const Config& config, const RunOptions& options, const PredictOptions& cli, const HostStages* hosts) {
   // Rank 0 of a job across hosts, or the only process: reads the weights

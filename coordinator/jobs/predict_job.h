@@ -20,10 +20,6 @@ struct PredictOptions {
   bool probabilities = false;  // add p0..pK-1, the softmax of the logits, to each row
 };
 
-// The op whose output is the predicted class: an argmax op of the model, or
-// one added to `g` on the loss's logits (placed with them).
-int prediction_node(Graph& g, const std::string& config_path);
-
 // Predicts every image; returns the process exit code. With `hosts` (a job
 // whose devices span hosts) every rank runs its host's devices over the
 // same batches, the other ranks send rank 0 the rows their devices

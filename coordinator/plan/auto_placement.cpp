@@ -6,8 +6,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "coordinator/config/model.h"
 #include "coordinator/config/placement.h"
-#include "coordinator/jobs/predict_job.h"
 #include "coordinator/plan/calibration_cache.h"
 #include "coordinator/plan/step_costs.h"
 #include "coordinator/util/json_writer.h"
@@ -72,7 +72,7 @@ bool has_auto_placement(const Config& config) {
 std::optional<PlacementPlan> place_automatically(Config& config, const RunOptions& options, int64_t batch) {
   if (!has_auto_placement(config)) return std::nullopt;
   Graph& graph = config.graph;
-  const bool training = config.job != "predict";
+  const bool training = config.job != Job::kPredict;
   PlacementRequest r;
   r.graph = &graph;
   r.training = training;

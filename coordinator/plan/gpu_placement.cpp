@@ -6,7 +6,7 @@
 #include <ostream>
 
 #include "coordinator/config/placement.h"
-#include "coordinator/run/session.h"
+#include "coordinator/config/worker_program.h"
 #include "coordinator/util/program_output.h"
 #include "core/base/error.h"
 

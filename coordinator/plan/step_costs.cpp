@@ -9,14 +9,11 @@
 #include <map>
 #include <thread>
 
+#include "coordinator/config/worker_program.h"
 #include "coordinator/plan/gpu_placement.h"
-#include "coordinator/run/session.h"
 #include "coordinator/util/program_output.h"
+#include "coordinator/util/version.h"
 #include "core/base/error.h"
-
-#ifndef DEVMAP_VERSION
-#define DEVMAP_VERSION "dev"
-#endif
 
 namespace devmap {
 namespace {
@@ -30,10 +27,6 @@ std::string cpu_model() {
   while (std::getline(in, line))
     if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
   return "unknown";
-}
-
-const char* kind_name(DeviceKind k) {
-  return k == DeviceKind::kGpu ? "gpu" : "cpu";
 }
 
 // Linear between the nearest measured batches, scaled beyond them.
@@ -63,7 +56,7 @@ std::optional<OpSeconds> calibrated_op_seconds(const CalibrationCache& cache, co
 std::string machine_key_text() {
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   return "cpu=" + cpu_model() + ";cores=" + std::to_string(std::thread::hardware_concurrency()) +
-         ";OPENBLAS_CORETYPE=" + (coretype ? coretype : "(unset)") + ";devmap=" + DEVMAP_VERSION;
+         ";OPENBLAS_CORETYPE=" + (coretype ? coretype : "(unset)") + ";devmap=" + devmap_version();
 }
 
 std::string device_key(const Config& config, const RunOptions& options, const std::string& device) {
@@ -75,7 +68,7 @@ std::string device_key(const Config& config, const RunOptions& options, const st
   const ProgramOutput& described = run_program_once({program, "--describe"});
   if (!described.ran || described.status != 0)
     throw_runtime(program + " --describe failed (status " + std::to_string(described.status) + "): " + described.text);
-  return key_hash(machine_key_text() + ";kind=" + kind_name(d->kind) + ";threads=" + std::to_string(d->threads) +
+  return key_hash(machine_key_text() + ";kind=" + device_kind_name(d->kind) + ";threads=" + std::to_string(d->threads) +
                   ";worker=" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
                   std::to_string(st.st_mtim.tv_nsec) + ";libraries=" + described.text);
 }
@@ -188,7 +181,7 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
     const DeviceSpec* a = cfg->find_device(from);
     const DeviceSpec* b = cfg->find_device(to);
     if (a && b)
-      if (auto link = cache->link(machine, kind_name(a->kind), kind_name(b->kind)))
+      if (auto link = cache->link(machine, device_kind_name(a->kind), device_kind_name(b->kind)))
         return link->seconds(static_cast<uint64_t>(bytes));
     estimated->insert("handoffs " + from + " -> " + to);
     return kEstimatedHandoffLatency + static_cast<double>(bytes) / kEstimatedHandoffBytesPerSecond;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/run/worker_group.h"
+#include "coordinator/run/step_result.h"
 #include "transport/edge_relay.h"
 
 namespace devmap {

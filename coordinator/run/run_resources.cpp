@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <random>
 
 #include "coordinator/run/stale_runs.h"
@@ -22,6 +23,12 @@ extern char** environ;
 
 namespace devmap {
 namespace {
+
+void remove_stale_runs_if(StaleRuns stale) {
+  if (stale != StaleRuns::kRemoveFirst) return;
+  for (const std::string& path : remove_stale_runs())
+    std::cerr << "devmap: removed " << path << ", left by a run whose process is gone\n";
+}
 
 std::string make_run_id() {
   std::random_device rd;
@@ -48,7 +55,8 @@ void check_socket_dir(const std::string& dir) {
 
 }  // namespace
 
-RunResources::RunResources() : run_id_(make_run_id()), dir_(temp_root() + "/devmap-" + run_id_) {
+RunResources::RunResources(StaleRuns stale) : run_id_(make_run_id()), dir_(temp_root() + "/devmap-" + run_id_) {
+  remove_stale_runs_if(stale);  // before this run creates anything
   check_socket_dir(dir_);
   const std::string lock = run_lock_path(run_id_);
   lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

@@ -18,9 +18,14 @@
 
 namespace devmap {
 
+// Whether a run removes what crashed runs left before it creates its own
+// (stale_runs.h); each removal is reported on stderr.
+enum class StaleRuns { kLeave, kRemoveFirst };
+
 class RunResources {
  public:
-  RunResources();  // makes a new run id and its socket directory
+  // Makes a new run id and its socket directory.
+  explicit RunResources(StaleRuns stale = StaleRuns::kLeave);
   ~RunResources();
   RunResources(const RunResources&) = delete;
   RunResources& operator=(const RunResources&) = delete;

@@ -7,8 +7,9 @@
 #include <map>
 #include <thread>
 
+#include "coordinator/config/worker_program.h"
 #include "coordinator/plan/step_costs.h"
-#include "coordinator/plan/step_estimate.h"
+#include "coordinator/plan/step_time_bound.h"
 #include "coordinator/run/host_stages.h"
 #include "coordinator/run/stale_runs.h"
 #include "coordinator/util/signals.h"
@@ -17,21 +18,6 @@
 #include "transport/run_names.h"
 
 namespace devmap {
-
-std::string find_worker_program(const RunOptions& options, DeviceKind kind) {
-  std::string name = kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
-  std::filesystem::path dir = options.worker_dir;
-  if (dir.empty()) {
-    if (const char* env = std::getenv("DEVMAP_WORKER_DIR"))
-      dir = env;
-    else
-      dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
-  }
-  std::filesystem::path p = dir / name;
-  if (::access(p.c_str(), X_OK) != 0)
-    throw_runtime("cannot find the worker program " + p.string() + " (build it, or set DEVMAP_WORKER_DIR)");
-  return p.string();
-}
 
 void check_devices(const Config& config, const Partition& partition, const HostStages* hosts) {
   int threads = 0;
@@ -81,58 +67,39 @@ void log_placement(const Config& config, const Partition& partition, int64_t bat
        << format_bytes(static_cast<uint64_t>(bytes)) << ")\n";
 }
 
-namespace {
-
-// Runs before the session creates anything of its own.
-bool sweep_stale_runs() {
-  for (const std::string& path : remove_stale_runs())
-    std::cerr << "devmap: removed " << path << ", left by a run whose process is gone\n";
-  return true;
-}
-
-}  // namespace
-
-std::vector<int> external_ops(const Graph& graph, const std::vector<int>& outputs) {
-  std::vector<int> ext = outputs;
-  for (int i = 0; i < graph.size(); ++i)
-    if (graph.node(i).schema->num_inputs == 0) ext.push_back(i);
-  return ext;
+InputLayout Session::checked_input_layout(const JobPlan& plan, const std::string& config_path) {
+  check_shared_memory(plan.memory.shared, config_path);
+  return InputLayout::for_graph(plan.graph, plan.memory.reserve, plan.memory.input_slots());
 }
 
 Session::Session(const Config& config, const RunOptions& options, Graph graph, SessionJob job)
-    : swept_(sweep_stale_runs()),
-      graph_(std::move(graph)),
-      program_(job.training ? build_training_program(graph_) : build_inference_program(graph_, job.outputs)),
-      partition_(partition_program(graph_, program_)),
-      plan_inputs_(plan_inputs(config, graph_, program_, partition_, external_ops(graph_, job.outputs))),
-      memory_([&] {
-        JobMemory m = plan_run_memory_with_costs(config, options, plan_inputs_, job.batch, job.eval_batch, job.outputs);
-        check_shared_memory(m.shared, config.path);
-        return m;
-      }()),
-      layout_(InputLayout::for_graph(graph_, memory_.reserve, memory_.input_slots())),
-      output_layout_(InputLayout::for_nodes(graph_, job.outputs, memory_.reserve, memory_.input_slots())),
+    : run_(StaleRuns::kRemoveFirst),
+      plan_(config, options, std::move(graph), job),
+      layout_(checked_input_layout(plan_, config.path)),
+      output_layout_(
+          InputLayout::for_nodes(plan_.graph, job.outputs, plan_.memory.reserve, plan_.memory.input_slots())),
       input_(ShmSegment::create(run_.segment_name("input"), layout_.total_bytes())) {
-  const int64_t max_batch = memory_.reserve;
+  const int64_t max_batch = plan_.memory.reserve;
   const HostStages* hosts = job.hosts;
   auto here = [hosts](const std::string& device) { return !hosts || hosts->local(device); };
-  check_devices(config, partition_, hosts);
+  check_devices(config, plan_.partition, hosts);
   if (!job.outputs.empty())
     output_ =
         std::make_unique<ShmSegment>(ShmSegment::create(run_.segment_name("output"), output_layout_.total_bytes()));
   std::string prefix = run_.segment_prefix();
   // The rings of the edges that touch this host's devices (every edge on one host).
-  const std::vector<ChannelEdge> edges = channel_edges(
-      partition_, prefix, max_batch, "", memory_.rounds ? memory_.pipeline.edge_slots : std::vector<int>{});
+  const std::vector<ChannelEdge> edges =
+      channel_edges(plan_.partition, prefix, max_batch, "",
+                    plan_.memory.rounds ? plan_.memory.pipeline.edge_slots : std::vector<int>{});
   for (const ChannelEdge& e : edges) {
     bool touches = here(e.producer);
     for (const std::string& c : e.consumers) touches = touches || here(c);
     if (touches) edge_segments_.push_back(ShmSegment::create(e.segment, e.slot_bytes * e.slots));
   }
-  if (hosts) relay_ = hosts->relay(edges, data_endpoints(partition_, run_.directory()));
+  if (hosts) relay_ = hosts->relay(edges, data_endpoints(plan_.partition, run_.directory()));
 
   std::vector<WorkerLaunch> launches;
-  for (const std::string& name : partition_.devices) {
+  for (const std::string& name : plan_.partition.devices) {
     if (!here(name)) continue;
     const DeviceSpec* d = config.find_device(name);
     WorkerLaunch l;
@@ -146,12 +113,12 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, S
     l.plan.profile = options.profile;
     l.plan.optimizer = config.train.optimizer;
     l.plan.max_batch = max_batch;
-    if (memory_.rounds) {
-      l.plan.pipeline = memory_.pipeline.kind;
-      l.plan.micro_batches = memory_.pipeline.micro_batches;
+    if (plan_.memory.rounds) {
+      l.plan.pipeline = plan_.memory.pipeline.kind;
+      l.plan.micro_batches = plan_.memory.pipeline.micro_batches;
     }
     l.plan.memory_limit = d->memory_limit > 0 ? static_cast<uint64_t>(d->memory_limit) : 0;
-    l.plan.graph = graph_;
+    l.plan.graph = plan_.graph;
     l.plan.outputs = job.outputs;
     if (output_) {
       l.plan.output_segment = output_->name();
@@ -168,8 +135,8 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, S
   policy.step_timeout = std::chrono::milliseconds(static_cast<int64_t>(config.faults.step_timeout * 1000));
   policy.heartbeat_timeout = std::chrono::milliseconds(static_cast<int64_t>(config.faults.heartbeat_timeout * 1000));
   policy.factor = FaultConfig::kPlannedStepFactor;
-  policy.planned_seconds = [estimate = StepEstimate(config, graph_, partition_)](int64_t samples, bool train) {
-    return estimate.seconds(samples, train);
+  policy.planned_seconds = [bound = StepTimeBound(config, plan_.graph, plan_.partition)](int64_t samples, bool train) {
+    return bound.seconds(samples, train);
   };
   group_ = std::make_unique<WorkerGroup>(run_, std::move(launches), policy, [] { return abort_requested(); });
   if (hosts) group_->set_hosts(hosts, relay_.get());

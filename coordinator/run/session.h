@@ -12,6 +12,7 @@
 #include "coordinator/config/config.h"
 #include "coordinator/config/run_options.h"
 #include "coordinator/plan/job_memory.h"
+#include "coordinator/plan/job_plan.h"
 #include "coordinator/run/run_resources.h"
 #include "coordinator/run/worker_group.h"
 #include "core/plan/partition.h"
@@ -22,14 +23,8 @@ namespace devmap {
 class EdgeRelay;
 class HostStages;
 
-// What a session runs: a training program, or an inference program
-// computing `outputs`, at `batch` samples (and `eval_batch` when training
-// evaluates).
-struct SessionJob {
-  bool training = false;
-  std::vector<int> outputs;
-  int64_t batch = 0;
-  int64_t eval_batch = 0;
+// What a session runs (a JobShape), and where.
+struct SessionJob : JobShape {
   // A job whose devices span hosts: this rank's part (host_stages.h); the
   // session then runs this host's devices only. Null: every device here.
   const HostStages* hosts = nullptr;
@@ -53,10 +48,9 @@ struct SessionJob {
 
 class Session {
  public:
-  // Plans the job over `graph` (the config's, or one with ops added for the
-  // job): its program, then the partition and the memory plan, which splits
-  // the job's batch into micro-batches that fit the devices' budgets, and
-  // the segment sizes. Creates the segments (and, across hosts, the relay);
+  // Removes what crashed runs left, then plans the job over `graph` (the
+  // config's, or one with ops added for the job: a JobPlan) and the segment
+  // sizes. Creates the segments (and, across hosts, the relay);
   // start() launches the workers. Throws devmap::Error before creating
   // anything when a budget cannot be met.
   Session(const Config& config, const RunOptions& options, Graph graph, SessionJob job);
@@ -65,10 +59,10 @@ class Session {
   Session& operator=(const Session&) = delete;
   void start();
 
-  const JobMemory& memory() const { return memory_; }
+  const JobMemory& memory() const { return plan_.memory; }
 
-  const Graph& graph() const { return graph_; }
-  const Partition& partition() const { return partition_; }
+  const Graph& graph() const { return plan_.graph; }
+  const Partition& partition() const { return plan_.partition; }
   const InputLayout& layout() const { return layout_; }
   const InputLayout& output_layout() const { return output_layout_; }
   ShmSegment& input() { return input_; }
@@ -77,13 +71,12 @@ class Session {
   const RunResources& run() const { return run_; }
 
  private:
-  bool swept_;  // leftovers of crashed runs are removed first
+  // The input segment's layout, once the shared memory the plan needs is
+  // known to be there.
+  static InputLayout checked_input_layout(const JobPlan& plan, const std::string& config_path);
+
   RunResources run_;
-  Graph graph_;
-  Program program_;
-  Partition partition_;
-  PlanInputs plan_inputs_;  // points into graph_, program_, partition_
-  JobMemory memory_;
+  JobPlan plan_;
   InputLayout layout_, output_layout_;
   ShmSegment input_;
   std::unique_ptr<ShmSegment> output_;
@@ -93,18 +86,10 @@ class Session {
   std::chrono::milliseconds startup_timeout_{60000};  // faults.startup_timeout
 };
 
-// The worker program for a device kind: beside the coordinator, in
-// options.worker_dir or in $DEVMAP_WORKER_DIR. Throws devmap::Error when
-// it is not there.
-std::string find_worker_program(const RunOptions& options, DeviceKind kind);
-
 // Checks that every device the partition uses can run here; warns on
 // stderr when the workers' threads add up to more than the machine's cores.
 // `hosts`: only this host's devices count (null: all).
 void check_devices(const Config& config, const Partition& partition, const HostStages* hosts = nullptr);
-
-// The ops the coordinator's segments hold: every input op, and `outputs`.
-std::vector<int> external_ops(const Graph& graph, const std::vector<int>& outputs);
 
 // Prints where each op runs and what crosses devices (--log-placement).
 void log_placement(const Config& config, const Partition& partition, int64_t batch, std::ostream& os);

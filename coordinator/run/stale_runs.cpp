@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "coordinator/util/process_gone.h"
 #include "transport/run_cleanup.h"
 #include "transport/shm_segment.h"
 
@@ -24,10 +25,6 @@ int run_owner_pid(const std::string& name) {
   while (j < name.size() && j - i < 10 && name[j] >= '0' && name[j] <= '9') ++j;
   if (j == i || j >= name.size() || name[j] != '-') return -1;
   return std::atoi(name.substr(i, j - i).c_str());
-}
-
-bool pid_gone(int pid) {
-  return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
 std::string run_id_of(const std::string& name) {

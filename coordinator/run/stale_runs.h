@@ -24,9 +24,6 @@ namespace devmap {
 // when the name is not a run's.
 int run_owner_pid(const std::string& name);
 
-// Whether no process `pid` exists (a positive pid only).
-bool pid_gone(int pid);
-
 // "devmap-1234-0123456789abcdef-input" -> "1234-0123456789abcdef"; "" when
 // the name is not a run's.
 std::string run_id_of(const std::string& name);

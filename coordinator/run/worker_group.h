@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "coordinator/run/run_resources.h"
+#include "coordinator/run/step_result.h"
 #include "coordinator/run/worker_process.h"
 #include "coordinator/telemetry/device_busy.h"
 #include "coordinator/telemetry/trace_log.h"
@@ -62,14 +63,6 @@ struct FaultPolicy {
   double factor = 10;
   // The plan's estimate for a batch on the slowest device (null: none).
   std::function<double(int64_t batch, bool training)> planned_seconds;
-};
-
-struct StepResult {
-  float loss = 0;
-  float metric = 0;
-  double compute_seconds = 0;  // the slowest worker's
-  std::vector<wire::ParamStat> param_stats;
-  std::vector<wire::MicroResult> micro;  // a round's batches (evaluation, prediction)
 };
 
 struct WorkerInfo {

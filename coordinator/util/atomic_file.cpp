@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "coordinator/run/stale_runs.h"
+#include "coordinator/util/process_gone.h"
 #include "core/base/error.h"
 
 namespace devmap {
@@ -21,7 +21,9 @@ bool AtomicFile::renames_into_place(const std::string& path) {
 }
 
 AtomicFile::AtomicFile(std::string path, std::string what)
-    : path_(std::move(path)), what_(std::move(what)), tmp_(path_ + ".tmp-" + std::to_string(::getpid())) {
+    : path_(std::move(path)),
+      what_(std::move(what)),
+      tmp_(path_ + std::string(kTemporaryTag) + std::to_string(::getpid())) {
   if (!renames_into_place(path_)) {
     // A device, a FIFO, a link (/dev/stdout): written where it is.
     tmp_.clear();
@@ -68,17 +70,30 @@ void AtomicFile::commit() {
   committed_ = true;
 }
 
+std::optional<int> AtomicFile::temporary_owner(const std::string& file_name) {
+  const size_t t = file_name.rfind(kTemporaryTag);
+  if (t == std::string::npos || t == 0) return std::nullopt;
+  const std::string pid = file_name.substr(t + kTemporaryTag.size());
+  if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoi(pid);
+}
+
+bool AtomicFile::is_abandoned_temporary(const std::string& file_name) {
+  const auto pid = temporary_owner(file_name);
+  return pid && *pid != ::getpid() && pid_gone(*pid);
+}
+
 void AtomicFile::remove_stale(const std::string& path) {
   fs::path p(path);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  const std::string prefix = p.filename().string() + ".tmp-";
+  const std::string prefix = p.filename().string() + std::string(kTemporaryTag);
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    const std::string pid = name.substr(prefix.size());
-    if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (std::stoi(pid) != ::getpid() && pid_gone(std::stoi(pid))) fs::remove(entry.path(), ec);
+    // The tag found last must be the one after `path`'s own name.
+    if (name.rfind(prefix, 0) == 0 && name.rfind(kTemporaryTag) + kTemporaryTag.size() == prefix.size() &&
+        is_abandoned_temporary(name))
+      fs::remove(entry.path(), ec);
   }
 }
 

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <fstream>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace devmap {
 
@@ -30,6 +32,14 @@ class AtomicFile {
   // Empty when the file is written in place (renames_into_place false).
   const std::string& temporary_path() const { return tmp_; }
 
+  // The tag between a file's name and the writer's pid in its temporary's
+  // name: "<path>.tmp-<pid>".
+  static constexpr std::string_view kTemporaryTag = ".tmp-";
+  // The writer's pid in a temporary's file name ("w.safetensors.tmp-42" ->
+  // 42); nullopt when `file_name` is not a temporary's.
+  static std::optional<int> temporary_owner(const std::string& file_name);
+  // Whether `file_name` is a temporary whose writer (not this process) is gone.
+  static bool is_abandoned_temporary(const std::string& file_name);
   // Removes "<path>.tmp-<pid>" files left by processes that are gone.
   static void remove_stale(const std::string& path);
   // Whether `path` is written through a temporary file renamed over it:

@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "tests/coordinator/temp_dir.h"
 
 namespace devmap {

@@ -1,7 +1,7 @@
 // data_parallel: replicas, checked against the batch and the device names.
 #include <gtest/gtest.h>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "coordinator/run/gradient_exchange.h"
 #include "tests/coordinator/config_test_util.h"
 

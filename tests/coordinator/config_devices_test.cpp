@@ -1,7 +1,7 @@
 // The devices section: threads, memory_limit and affinity of each worker.
 #include <gtest/gtest.h>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

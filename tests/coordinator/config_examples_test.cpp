@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 
 namespace devmap {
 namespace {
@@ -14,7 +14,7 @@ const std::string kConfigs = std::string(DEVMAP_SOURCE_DIR) + "/configs/";
 TEST(ExampleConfigs, CnnHasTheReferenceShapeAndSettings) {
   const Config c = load_config(kConfigs + "fashion_mnist_cnn.yaml");
   EXPECT_EQ(c.graph.param_count(), 3274634);
-  EXPECT_EQ(c.job, "train");
+  EXPECT_EQ(c.job, Job::kTrain);
   EXPECT_EQ(c.graph.node(c.graph.find("pool2")).out_shape, (Shape{64, 7, 7}));
   EXPECT_EQ(c.graph.node(c.graph.find("flat")).out_shape, (Shape{3136}));
   EXPECT_EQ(c.graph.node(c.graph.find("logits")).out_shape, (Shape{10}));

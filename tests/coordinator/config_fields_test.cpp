@@ -1,7 +1,7 @@
 // What each section of a config turns into, including the defaults.
 #include <gtest/gtest.h>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {
@@ -13,7 +13,7 @@ using test::kMinimalModel;
 TEST(ConfigFields, DefaultsWhenOnlyAModelIsGiven) {
   const Config c = load_config_text(kMinimalModel, "min.yaml");
   EXPECT_EQ(c.path, "min.yaml");
-  EXPECT_EQ(c.job, "train");
+  EXPECT_EQ(c.job, Job::kTrain);
   ASSERT_EQ(c.devices.size(), 1u);
   EXPECT_EQ(c.devices[0].name, "cpu:0");
   EXPECT_EQ(c.devices[0].kind, DeviceKind::kCpu);
@@ -56,7 +56,7 @@ TEST(ConfigFields, ReadsEverySection) {
                            "  cpu:0: {threads: 4, memory_limit: 1048576}\n"
                            "  cpu:1:\n";
   const Config c = load_config_text(text, "all.yaml");
-  EXPECT_EQ(c.job, "predict");
+  EXPECT_EQ(c.job, Job::kPredict);
   EXPECT_EQ(c.data.train_images, "a.gz");
   EXPECT_EQ(c.data.test_labels, "d");
   EXPECT_EQ(c.data.train_limit, 100);

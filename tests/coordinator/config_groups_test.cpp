@@ -1,7 +1,7 @@
 // Groups in model.ops: nested scopes that flatten to ops in document order.
 #include <gtest/gtest.h>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

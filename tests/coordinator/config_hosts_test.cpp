@@ -3,8 +3,8 @@
 // ranks match the hosts is job_ranks_test.cpp's.
 #include <gtest/gtest.h>
 
-#include "coordinator/config/config.h"
 #include "coordinator/config/hosts.h"
+#include "coordinator/config/loader.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

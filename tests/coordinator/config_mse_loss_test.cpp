@@ -4,7 +4,7 @@
 // op's class count.
 #include <gtest/gtest.h>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

@@ -2,7 +2,7 @@
 // "--set KEY=VALUE: ..." when wrong.
 #include <gtest/gtest.h>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {
@@ -31,7 +31,7 @@ TEST(Overrides, SetValuesAtEveryLevel) {
   EXPECT_EQ(c.devices[0].threads, 3);
   EXPECT_DOUBLE_EQ(c.train.optimizer.learning_rate, 0.5);
   EXPECT_FALSE(c.graph.node(c.graph.find("logits")).attrs.get_bool("bias"));
-  EXPECT_EQ(c.job, "predict");
+  EXPECT_EQ(c.job, Job::kPredict);
 }
 
 TEST(Overrides, LaterOverridesWin) {

@@ -3,7 +3,7 @@
 // device_map.default, each level tested against the next.
 #include <gtest/gtest.h>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

@@ -3,7 +3,7 @@
 // apply. (The bad-config table holds the located messages.)
 #include <gtest/gtest.h>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "tests/coordinator/config_test_util.h"
 
 namespace devmap {

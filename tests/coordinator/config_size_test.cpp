@@ -1,7 +1,7 @@
 // memory_limit sizes: bytes or a number with a binary unit.
 #include <gtest/gtest.h>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "coordinator/config/size.h"
 #include "tests/coordinator/config_test_util.h"
 

@@ -4,7 +4,7 @@
 // kind runs.
 #include <gtest/gtest.h>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "coordinator/config/placement.h"
 #include "tests/coordinator/config_test_util.h"
 

@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 
 namespace devmap::test {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/config/config.h"
+#include "coordinator/config/loader.h"
 #include "tests/cuda/gpu_test_util.h"
 
 namespace devmap::test {

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "coordinator/config/names.h"
 #include "coordinator/config/yaml/limits.h"
+#include "coordinator/config/yaml/messages.h"
 #include "coordinator/config/yaml/scalar.h"
 
 namespace devmap {

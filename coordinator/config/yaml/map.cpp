@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "coordinator/config/names.h"
+#include "coordinator/config/yaml/messages.h"
 #include "coordinator/config/yaml/scalar.h"
 
 namespace devmap {

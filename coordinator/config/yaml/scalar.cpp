@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "coordinator/config/names.h"
+#include "coordinator/config/yaml/messages.h"
 
 namespace devmap {
 namespace {

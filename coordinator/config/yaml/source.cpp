@@ -1,6 +1,6 @@
 #include "coordinator/config/yaml/source.h"
 
-#include "coordinator/config/names.h"
+#include "coordinator/config/yaml/messages.h"
 
 namespace devmap {
 namespace {

@@ -1,10 +1,10 @@
-#include "coordinator/plan/step_estimate.h"
+#include "coordinator/plan/step_time_bound.h"
 
 #include <algorithm>
 
 namespace devmap {
 
-StepEstimate::StepEstimate(const Config& config, const Graph& graph, const Partition& partition) {
+StepTimeBound::StepTimeBound(const Config& config, const Graph& graph, const Partition& partition) {
   for (const std::string& name : partition.devices) {
     const DeviceSpec* d = config.find_device(name);
     Device dev;
@@ -19,7 +19,7 @@ StepEstimate::StepEstimate(const Config& config, const Graph& graph, const Parti
   }
 }
 
-double StepEstimate::seconds(int64_t batch, bool training) const {
+double StepTimeBound::seconds(int64_t batch, bool training) const {
   double slowest = 0;
   for (const Device& d : devices_) {
     double flops = d.forward_flops + (training ? d.backward_flops : 0);

@@ -1,8 +1,8 @@
-// A deliberately pessimistic estimate of how long one (micro-)batch takes,
-// from the plan alone: each device's FLOPs at a rate far below what its
-// kernels reach (CPU: 1 GFLOP/s per thread, GPU: 50 GFLOP/s). The hung
-// worker deadline scales it, so a large but healthy batch is never taken
-// for a hang.
+// StepTimeBound: a deliberately pessimistic bound on how long one
+// (micro-)batch takes, from the plan alone: each device's FLOPs at a rate
+// far below what its kernels reach (CPU: 1 GFLOP/s per thread, GPU: 50
+// GFLOP/s). The hung-worker deadline scales it, so a large but healthy batch
+// is never taken for a hang. It predicts nothing (step_costs.h does).
 #pragma once
 
 #include <cstdint>
@@ -17,10 +17,10 @@ constexpr double kAssumedCpuFlopsPerThread = 1e9;
 constexpr double kAssumedGpuFlops = 50e9;
 constexpr double kAssumedStepOverheadSeconds = 0.05;
 
-class StepEstimate {
+class StepTimeBound {
  public:
-  StepEstimate(const Config& config, const Graph& graph, const Partition& partition);
-  // The slowest device's estimate for `batch` samples: forward and, when
+  StepTimeBound(const Config& config, const Graph& graph, const Partition& partition);
+  // The slowest device's bound for `batch` samples: forward and, when
   // training, backward of the ops placed on it.
   double seconds(int64_t batch, bool training) const;
 

@@ -1,0 +1,16 @@
+// Where the worker program of a device kind is.
+#pragma once
+
+#include <string>
+
+#include "coordinator/config/run_options.h"
+#include "core/base/device_kind.h"
+
+namespace devmap {
+
+// The worker program for a device kind: beside the coordinator, in
+// options.worker_dir or in $DEVMAP_WORKER_DIR. Throws devmap::Error when
+// it is not there.
+std::string find_worker_program(const RunOptions& options, DeviceKind kind);
+
+}  // namespace devmap

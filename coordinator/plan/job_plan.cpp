@@ -1,0 +1,21 @@
+#include "coordinator/plan/job_plan.h"
+
+#include "coordinator/plan/step_costs.h"
+
+namespace devmap {
+
+std::vector<int> external_ops(const Graph& graph, const std::vector<int>& outputs) {
+  std::vector<int> ext = outputs;
+  for (int i = 0; i < graph.size(); ++i)
+    if (graph.node(i).schema->num_inputs == 0) ext.push_back(i);
+  return ext;
+}
+
+JobPlan::JobPlan(const Config& config, const RunOptions& options, Graph graph_in, const JobShape& job)
+    : graph(std::move(graph_in)),
+      program(job.training ? build_training_program(graph) : build_inference_program(graph, job.outputs)),
+      partition(partition_program(graph, program)),
+      inputs(plan_inputs(config, graph, program, partition, external_ops(graph, job.outputs))),
+      memory(plan_run_memory_with_costs(config, options, inputs, job.batch, job.eval_batch, job.outputs)) {}
+
+}  // namespace devmap

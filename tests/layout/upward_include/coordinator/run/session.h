@@ -1,0 +1,4 @@
+// run/ may use util/: the layer check accepts this include.
+#pragma once
+
+#include "coordinator/util/clock.h"
