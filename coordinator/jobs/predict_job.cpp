@@ -160,7 +160,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   writer.write_header();
   const InputLayout& out_layout = session.output_layout();
   BatchFeeder feeder(session.workers(), session.input(), session.layout(), image_node, label_node);
-  if (session.memory().rounds) feeder.set_rounds(session.memory().pipeline.micro_batches);
+  if (session.memory().rounds) feeder.set_micro_batches_per_round(session.memory().pipeline.micro_batches);
   ProgressBar bar("predict", input.count(), std::max<int64_t>(input.count() / 10, 1));
   auto t0 = std::chrono::steady_clock::now();
   bool complete = feeder.run(input, batch, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {

@@ -295,7 +295,7 @@ class Trainer {
     }
 
     BatchFeeder feeder(group, session.input(), session.layout(), image_node_, label_node_);
-    if (memory.rounds) feeder.set_rounds(memory.pipeline.micro_batches);
+    if (memory.rounds) feeder.set_micro_batches_per_round(memory.pipeline.micro_batches);
     std::optional<GradientExchange> exchange;
     if (replica_.count > 1) {
       if (memory.rounds)

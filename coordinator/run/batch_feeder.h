@@ -236,9 +236,9 @@ class BatchFeeder {
     replicas_ = replicas;
     exchange_ = exchange;
   }
-  // run() goes by rounds of up to `round` micro-batches (a pipelined job:
-  // JobMemory::rounds); 0: one micro-batch at a time.
-  void set_rounds(int round) { round_ = round; }
+  // run() goes by rounds of up to `micro_batches` micro-batches (a
+  // pipelined job: JobMemory::rounds); 0: one micro-batch at a time.
+  void set_micro_batches_per_round(int micro_batches) { round_ = micro_batches; }
   // Training by run() without rounds: whether the workers may be sent the
   // next step before on_done has seen training step `step` (numbered from
   // 0, as first_step counts); they then start it without waiting for the
