@@ -52,28 +52,6 @@ void gather_rows_to_rank0(const HostStages& hosts, const Graph& graph, const Inp
   }
 }
 
-}  // namespace
-
-int prediction_node(Graph& g, const std::string& config_path) {
-  for (int i = 0; i < g.size(); ++i)
-    if (g.node(i).op() == "argmax") return i;
-  int loss = g.find_role(OpRole::kLoss);
-  if (loss < 0)
-    throw_invalid(config_path + ": predict needs an argmax op, or a softmax_cross_entropy op whose logits to use");
-  const Node& logits = g.node(g.node(loss).inputs[0]);
-  Node n;
-  n.name = "prediction";
-  while (g.find(n.name) >= 0) n.name += "_";
-  n.schema = find_op("argmax");
-  n.inputs = {g.node(loss).inputs[0]};
-  n.device = logits.device;
-  int id = g.add(std::move(n));
-  g.infer();
-  return id;
-}
-
-namespace {
-
 // The command line's options over the config's predict section; throws
 // devmap::Error (kInvalidInput) when weights, input or output is missing
 // or the weights name a folder.
@@ -238,6 +216,24 @@ RunSummary prediction_summary(const PredictPassResult& pass, const std::string& 
 }
 
 }  // namespace
+
+int prediction_node(Graph& g, const std::string& config_path) {
+  for (int i = 0; i < g.size(); ++i)
+    if (g.node(i).op() == "argmax") return i;
+  int loss = g.find_role(OpRole::kLoss);
+  if (loss < 0)
+    throw_invalid(config_path + ": predict needs an argmax op, or a softmax_cross_entropy op whose logits to use");
+  const Node& logits = g.node(g.node(loss).inputs[0]);
+  Node n;
+  n.name = "prediction";
+  while (g.find(n.name) >= 0) n.name += "_";
+  n.schema = find_op("argmax");
+  n.inputs = {g.node(loss).inputs[0]};
+  n.device = logits.device;
+  int id = g.add(std::move(n));
+  g.infer();
+  return id;
+}
 
 int run_predict(const Config& config, const RunOptions& options, const PredictOptions& cli, const HostStages* hosts) {
   // Rank 0 of a job across hosts, or the only process: reads the weights
