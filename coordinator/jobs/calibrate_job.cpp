@@ -102,7 +102,7 @@ RunTimes measure(const Config& c, const RunOptions& options, const Dataset& data
   const int image = c.graph.find_role(OpRole::kImageInput), label = c.graph.find_role(OpRole::kLabelInput);
   BatchFeeder feeder(group, session.input(), session.layout(), image, label);
   const JobMemory& memory = session.memory();
-  if (memory.rounds) feeder.set_rounds(memory.pipeline.micro_batches);
+  if (memory.rounds) feeder.set_micro_batches_per_round(memory.pipeline.micro_batches);
   const std::vector<int64_t> order = epoch_order(data.count, c.train.seed, 1, false);
   const int64_t steps = warmup + repeats;
   std::map<int64_t, double> interval;  // by 1-based step, as the trace numbers them

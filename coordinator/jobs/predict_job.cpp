@@ -7,14 +7,13 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
 #include "coordinator/checkpoint/checkpoint.h"
 #include "coordinator/config/model.h"
 #include "coordinator/data/image_input.h"
 #include "coordinator/data/prediction_writer.h"
 #include "coordinator/jobs/memory_report.h"
-#include "coordinator/jobs/profile_report.h"
+#include "coordinator/jobs/run_epilogue.h"
 #include "coordinator/run/batch_feeder.h"
 #include "coordinator/run/run_outputs.h"
 #include "coordinator/run/session.h"
@@ -23,7 +22,6 @@
 #include "coordinator/util/atomic_file.h"
 #include "coordinator/util/progress_bar.h"
 #include "coordinator/util/signals.h"
-#include "core/base/process_stats.h"
 
 namespace devmap {
 
@@ -55,13 +53,10 @@ void gather_rows_to_rank0(const HostStages& hosts, const Graph& graph, const Inp
   }
 }
 
-}  // namespace
-
-int run_predict(const Config& config, const RunOptions& options, const PredictOptions& cli, const HostStages* hosts) {
-  // Rank 0 of a job across hosts, or the only process: reads the weights
-  // file, writes the predictions and metrics.
-  const bool writes = !hosts || hosts->rank() == 0;
-  // The command line overrides the config's predict section.
+// The command line's options over the config's predict section; throws
+// devmap::Error (kInvalidInput) when weights, input or output is missing
+// or the weights name a folder.
+PredictOptions resolve_predict_options(const Config& config, const PredictOptions& cli) {
   PredictOptions po = cli;
   if (po.weights.empty()) po.weights = config.predict.weights;
   if (po.input.empty()) po.input = config.predict.input;
@@ -75,41 +70,169 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   std::error_code ec;
   if (std::filesystem::is_directory(po.weights, ec))
     throw_invalid("--weights '" + po.weights + "' is a folder: give the .safetensors file a train run wrote");
+  return po;
+}
+
+// Nothing is read or written before every output is known to be safe.
+void check_predict_files(const Config& config, const RunOptions& options, const RunOutputs& outputs,
+                         const PredictOptions& po) {
+  RunFiles files = run_files(config, outputs, options);
+  files.inputs.push_back({"weights", po.weights});
+  files.inputs.push_back({"input", po.input});
+  files.outputs.push_back({"output", po.output});
+  if (!options.trace_path.empty()) files.outputs.push_back({"--trace", options.trace_path});
+  check_run_files(files);
+}
+
+// A warning when the weights hold NaN or infinite values.
+void warn_nonfinite_weights(const std::string& weights) {
+  const std::vector<std::string> bad = nonfinite_tensors(weights);
+  if (bad.empty()) return;
+  std::string names;
+  for (size_t i = 0; i < bad.size(); ++i) names += (i ? ", " : "") + bad[i];
+  std::cerr << "devmap: warning: " << weights << " holds NaN or infinite values in " << names
+            << ": predictions from these weights are not meaningful\n";
+}
+
+// The model as predict runs it: the prediction (prediction_node) and, with
+// --probabilities, the argmax's input (the logits, or the model's own
+// softmax of them, whose values are written as they are) as outputs.
+struct PredictModel {
+  Graph graph;
+  std::vector<int> wanted;     // the session's outputs: the prediction, then the scores
+  int64_t classes = 0;         // scores per row; 0 without --probabilities
+  bool softmax_given = false;  // the scores are the model's softmax
+  int image_node = -1, label_node = -1;
+};
+
+PredictModel predict_model(const Config& config, bool probabilities) {
+  PredictModel m;
+  m.graph = config.graph;
+  const int pred = prediction_node(m.graph, config.path);
+  m.wanted = {pred};
+  const int logits = m.graph.node(pred).inputs[0];
+  m.softmax_given = m.graph.node(logits).op() == "softmax";
+  m.classes = probabilities ? m.graph.node(logits).out_shape.numel() : 0;
+  if (probabilities) m.wanted.push_back(logits);
+  m.image_node = m.graph.find_role(OpRole::kImageInput);
+  m.label_node = m.graph.find_role(OpRole::kLabelInput);
+  if (m.image_node < 0) throw_invalid(config.path + ": the model has no input op to feed");
+  return m;
+}
+
+// Starts the workers with the weights loaded, hooks up the trace and writes
+// the start and memory_plan events.
+void start_prediction(Session& session, TraceLog* trace, MetricsLog& metrics, const PredictOptions& po,
+                      const PredictionInput& input) {
+  session.start();
+  attach_trace(trace, session);
+  load_weights(session.workers(), session.graph(), po.weights);
+  JsonObject j;
+  j.add("event", "start").add("job", "predict").add("run_id", session.run().run_id());
+  j.add("weights", po.weights).add("input", po.input).add("images", input.count());
+  j.add("batch", session.memory().split.micro);
+  metrics.write(j);
+  write_memory_plan_event(session.memory(), metrics);
+}
+
+// What the pass over the input feeds, and where its rows go.
+struct PredictPass {
+  Session& session;
+  PredictionInput& input;
+  const PredictModel& model;
+  const HostStages* hosts;  // a job across hosts, or null
+  AtomicFile* csv;          // where rank 0 (or the only process) writes the rows; null elsewhere
+  MetricsLog& metrics;
+};
+
+struct PredictPassResult {
+  bool complete = false;  // false: a stop signal ended it early
+  int64_t rows = 0;       // predictions written
+  double seconds = 0;
+};
+
+// Feeds every image in batches; rank 0 writes the header, then each batch's
+// rows as it arrives, with the progress bar.
+PredictPassResult predict_all(const PredictPass& pass) {
+  Session& session = pass.session;
+  std::optional<PredictionWriter> writer;
+  if (pass.csv) {
+    writer.emplace(pass.csv->stream(), pass.model.classes, pass.model.softmax_given);
+    writer->write_header();
+  }
+  const int64_t count = pass.input.count();
+  const int64_t batch = session.memory().split.micro;
+  const InputLayout& out_layout = session.output_layout();
+  BatchFeeder feeder(session.workers(), session.input(), session.layout(), pass.model.image_node,
+                     pass.model.label_node);
+  if (session.memory().rounds) feeder.set_micro_batches_per_round(session.memory().pipeline.micro_batches);
+  ProgressBar bar("predict", count, std::max<int64_t>(count / 10, 1));
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool complete =
+      feeder.run(pass.input, batch, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
+        char* base = static_cast<char*>(session.output()->data()) + slot * out_layout.slot_bytes;
+        if (pass.hosts) gather_rows_to_rank0(*pass.hosts, session.graph(), out_layout, base, n);
+        if (!writer) return;
+        const float* labels = reinterpret_cast<const float*>(base + out_layout.input_offsets[0]);
+        const float* scores =
+            pass.model.classes ? reinterpret_cast<const float*>(base + out_layout.input_offsets[1]) : nullptr;
+        writer->write_rows(n, labels, scores);
+        if (!pass.csv->stream())
+          throw_runtime("writing predictions to '" + pass.csv->temporary_path() + "' failed: " + std::strerror(errno));
+        pass.metrics.begin();
+        bar.update(writer->rows(), images_per_second(writer->rows(), t0));
+      });
+  PredictPassResult r;
+  r.complete = complete;
+  r.rows = writer ? writer->rows() : 0;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  bar.finish(images_per_second(r.rows, t0), complete ? -1 : r.rows);
+  return r;
+}
+
+// The interrupted event's fields and the notice of a pass that signal `sig`
+// stopped after `pass.rows` of `images` images.
+RunStop stopped_prediction(int sig, const PredictPassResult& pass, int64_t images, const std::string& output) {
+  RunStop s;
+  s.where = [rows = pass.rows](JsonObject& j) { j.add("images", rows); };
+  s.notice = "devmap: interrupted by " + std::string(signal_name(sig)) + " after " + std::to_string(pass.rows) +
+             " of " + std::to_string(images) + " images; " + output +
+             " was not written (a file already there is unchanged)\n";
+  return s;
+}
+
+// The done event's fields and the summary line of a pass that wrote every
+// prediction to `output`.
+RunSummary prediction_summary(const PredictPassResult& pass, const std::string& output) {
+  RunSummary s;
+  s.what_ran = [pass, output](JsonObject& j) {
+    j.add("images", pass.rows).add("seconds", pass.seconds);
+    j.add("images_per_s", static_cast<double>(pass.rows) / pass.seconds).add("output", output);
+  };
+  char took[64];
+  std::snprintf(took, sizeof took, " in %.1f s (%.0f images/s)\n", pass.seconds,
+                static_cast<double>(pass.rows) / pass.seconds);
+  s.headline = "wrote " + std::to_string(pass.rows) + " predictions to " + output + took;
+  return s;
+}
+
+}  // namespace
+
+int run_predict(const Config& config, const RunOptions& options, const PredictOptions& cli, const HostStages* hosts) {
+  // Rank 0 of a job across hosts, or the only process: reads the weights
+  // file, writes the predictions and metrics.
+  const bool writes = !hosts || hosts->rank() == 0;
+  const PredictOptions po = resolve_predict_options(config, cli);
   const RunOutputs outputs = resolve_run_outputs(config, options, /*training=*/false);
-  if (writes) {
-    // Nothing is read or written before every output is known to be safe.
-    RunFiles files = run_files(config, outputs, options);
-    files.inputs.push_back({"weights", po.weights});
-    files.inputs.push_back({"input", po.input});
-    files.outputs.push_back({"output", po.output});
-    if (!options.trace_path.empty()) files.outputs.push_back({"--trace", options.trace_path});
-    check_run_files(files);
-  }
+  if (writes) check_predict_files(config, options, outputs, po);
   const std::unique_ptr<TraceLog> trace = writes ? make_trace_log(options, /*prediction=*/true) : nullptr;
-  if (std::vector<std::string> bad = writes ? nonfinite_tensors(po.weights) : std::vector<std::string>{};
-      !bad.empty()) {
-    std::string names;
-    for (size_t i = 0; i < bad.size(); ++i) names += (i ? ", " : "") + bad[i];
-    std::cerr << "devmap: warning: " << po.weights << " holds NaN or infinite values in " << names
-              << ": predictions from these weights are not meaningful\n";
-  }
-  Graph graph = config.graph;
-  const int pred = prediction_node(graph, config.path);
-  std::vector<int> wanted = {pred};
-  // --probabilities: the argmax's input (the logits, or the model's own
-  // softmax of them, whose values are written as they are) is a second output.
-  const int logits = graph.node(pred).inputs[0];
-  const bool softmax_given = graph.node(logits).op() == "softmax";
-  const int64_t classes = po.probabilities ? graph.node(logits).out_shape.numel() : 0;
-  if (po.probabilities) wanted.push_back(logits);
-  int image_node = graph.find_role(OpRole::kImageInput);
-  int label_node = graph.find_role(OpRole::kLabelInput);
-  if (image_node < 0) throw_invalid(config.path + ": the model has no input op to feed");
-  PredictionInput input(po.input, graph.node(image_node).out_shape);
+  if (writes) warn_nonfinite_weights(po.weights);
+  const PredictModel model = predict_model(config, po.probabilities);
+  PredictionInput input(po.input, model.graph.node(model.image_node).out_shape);
   // Slots are sized by what will be fed: never more than the input holds.
   const int64_t requested = std::min(po.batch > 0 ? po.batch : config.train.eval_batch_size, input.count());
 
-  Session session(config, options, graph, SessionJob::infer(wanted, requested, hosts));
+  Session session(config, options, model.graph, SessionJob::infer(model.wanted, requested, hosts));
   // Prediction needs no whole batch at once: a batch that does not fit is
   // streamed as smaller ones, each written out as it arrives.
   const int64_t batch = session.memory().split.micro;
@@ -117,78 +240,24 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   // The predictions replace po.output only when all are written.
   std::optional<AtomicFile> csv;
   if (writes) csv.emplace(po.output, "predictions");
-  std::ostringstream elsewhere;  // another rank's rows, never kept: rank 0 writes them
-  std::ostream& out = csv ? csv->stream() : elsewhere;
   if (options.log_placement) log_placement(config, session.partition(), batch, std::cerr);
   MetricsLog metrics(writes ? outputs.metrics : "", writes ? outputs.config_copy : "",
                      writes ? config.resolved_yaml : "");
-  session.start();
-  if (trace) {
-    trace->describe(session.graph(), session.partition());
-    session.workers().set_trace(trace.get());
-  }
-  load_weights(session.workers(), session.graph(), po.weights);
-  {
-    JsonObject j;
-    j.add("event", "start").add("job", "predict").add("run_id", session.run().run_id());
-    j.add("weights", po.weights).add("input", po.input).add("images", input.count()).add("batch", batch);
-    metrics.write(j);
-    write_memory_plan_event(session.memory(), metrics);
-  }
+  start_prediction(session, trace.get(), metrics, po, input);
   print_run_outputs(outputs, std::cerr);
   std::cerr << "devmap: predicting " << input.count() << " images of " << po.input << " in batches of " << batch
             << "\n";
-
-  PredictionWriter writer(out, classes, softmax_given);
-  writer.write_header();
-  const InputLayout& out_layout = session.output_layout();
-  BatchFeeder feeder(session.workers(), session.input(), session.layout(), image_node, label_node);
-  if (session.memory().rounds) feeder.set_rounds(session.memory().pipeline.micro_batches);
-  ProgressBar bar("predict", input.count(), std::max<int64_t>(input.count() / 10, 1));
-  auto t0 = std::chrono::steady_clock::now();
-  bool complete = feeder.run(input, batch, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
-    char* base = static_cast<char*>(session.output()->data()) + slot * out_layout.slot_bytes;
-    if (hosts) gather_rows_to_rank0(*hosts, session.graph(), out_layout, base, n);
-    if (!writes) return;
-    const float* labels = reinterpret_cast<const float*>(base + out_layout.input_offsets[0]);
-    const float* scores = classes ? reinterpret_cast<const float*>(base + out_layout.input_offsets[1]) : nullptr;
-    writer.write_rows(n, labels, scores);
-    if (!out) throw_runtime("writing predictions to '" + csv->temporary_path() + "' failed: " + std::strerror(errno));
-    metrics.begin();
-    bar.update(writer.rows(), images_per_second(writer.rows(), t0));
-  });
-  const int64_t done = writer.rows();
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  bar.finish(images_per_second(done, t0), complete ? -1 : done);
+  const PredictPassResult pass = predict_all(PredictPass{session, input, model, hosts, csv ? &*csv : nullptr, metrics});
   session.workers().shutdown();
-  if (!writes) return complete ? 0 : 128 + interrupt_signal();
-  metrics.begin();
-  if (!complete) {
+  if (!writes) return pass.complete ? 0 : 128 + interrupt_signal();
+  metrics.begin();  // the metrics files exist before the predictions replace po.output
+  const RunEnd end{"predict", options, metrics, trace.get()};
+  if (!pass.complete) {
     const int sig = interrupt_signal();
-    JsonObject j;
-    j.add("event", "interrupted").add("job", "predict").add("signal", signal_name(sig)).add("images", done);
-    metrics.write(j);
-    std::cerr << "devmap: interrupted by " << signal_name(sig) << " after " << done << " of " << input.count()
-              << " images; " << po.output << " was not written (a file already there is unchanged)\n";
-    finish_trace(trace.get(), std::cerr);
-    return 128 + sig;
+    return stop_run(end, sig, stopped_prediction(sig, pass, input.count(), po.output));
   }
   csv->commit();
-  write_device_events(session.workers(), session.memory(), metrics);
-  if (options.profile) report_profile(session.workers().workers(), session.workers().busy(), std::cout, metrics);
-  JsonObject j;
-  j.add("event", "done").add("job", "predict").add("images", done).add("seconds", secs);
-  j.add("images_per_s", static_cast<double>(done) / secs).add("output", po.output);
-  add_busy_fields(j, session.workers().busy());
-  j.add("coordinator_vm_hwm_bytes", static_cast<int64_t>(read_vm_hwm_bytes()));
-  metrics.write(j);
-  char took[64];
-  std::snprintf(took, sizeof took, " in %.1f s (%.0f images/s)\n", secs, static_cast<double>(done) / secs);
-  std::cout << "wrote " << done << " predictions to " << po.output << took;
-  print_busy(session.workers().busy(), std::cout);
-  std::cout << "metrics: " << metrics.path() << std::endl;
-  finish_trace(trace.get(), std::cerr);
-  return 0;
+  return finish_run(end, session.workers(), session.memory(), prediction_summary(pass, po.output));
 }
 
 }  // namespace devmap

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 #include "coordinator/checkpoint/checkpoint.h"
 #include "coordinator/checkpoint/lock.h"
@@ -17,7 +19,7 @@
 #include "coordinator/data/dataset.h"
 #include "coordinator/jobs/calibrate_job.h"
 #include "coordinator/jobs/memory_report.h"
-#include "coordinator/jobs/profile_report.h"
+#include "coordinator/jobs/run_epilogue.h"
 #include "coordinator/plan/job_memory.h"
 #include "coordinator/plan/step_costs.h"
 #include "coordinator/run/batch_feeder.h"
@@ -28,7 +30,6 @@
 #include "coordinator/telemetry/trace_log.h"
 #include "coordinator/util/progress_bar.h"
 #include "coordinator/util/signals.h"
-#include "core/base/process_stats.h"
 
 #ifndef DEVMAP_VERSION
 #define DEVMAP_VERSION "dev"
@@ -260,14 +261,40 @@ class Trainer {
     return options_.out_dir.empty() ? "the default; set train.checkpoint or --out-dir" : "--out-dir";
   }
 
+  // One attempt: its own session, from the start or from the newest
+  // checkpoint; returns the exit code (stop() after a stop signal).
   int attempt(bool resume) {
     const bool first = attempts_++ == 0;
-    // No step holds more samples than the data set has: slots are sized by
-    // what will be fed (a batch_size of 1000000 over 640 samples is one
-    // step of 640).
+    Session session(config_, options_, graph_, session_job());
+    start_session(session, first);
+    WorkerGroup& group = session.workers();
+    BatchFeeder feeder(group, session.input(), session.layout(), image_node_, label_node_);
+    std::optional<GradientExchange> exchange;  // data-parallel replicas only
+    wire_feeder(feeder, session, exchange);
+    begin_attempt(group, resume);
+    const int64_t start_step = step_;
+    const auto run_start = Clock::now();
+    for (int64_t epoch = step_ / steps_per_epoch_ + 1; epoch <= tc_.epochs; ++epoch) {
+      const std::optional<EpochPlan> plan = plan_epoch(epoch);
+      if (!plan) break;  // train.max_steps reached
+      if (!train_epoch(feeder, group, session.memory(), *plan)) return stop(group, start_step);
+    }
+    if (interrupted()) return stop(group, start_step);
+    return finish(session, start_step, run_start);
+  }
+
+  // The session of an attempt. No step holds more samples than the data set
+  // has: slots are sized by what will be fed (a batch_size of 1000000 over
+  // 640 samples is one step of 640).
+  SessionJob session_job() const {
     const int64_t step_batch = std::min(tc_.batch_size, std::max<int64_t>(train_.count, 1));
     const int64_t eval_batch = std::min(tc_.eval_batch_size, std::max<int64_t>(test_.count, 1));
-    Session session(config_, options_, graph_, SessionJob::train(step_batch, eval_batch, replica_.hosts));
+    return SessionJob::train(step_batch, eval_batch, replica_.hosts);
+  }
+
+  // Starts the workers, hooks up the trace and writes the start event; the
+  // first attempt also says how the job is placed, cut and run.
+  void start_session(Session& session, bool first) {
     if (first && options_.log_placement) log_placement(config_, session.partition(), tc_.batch_size, std::cerr);
     const JobMemory& memory = session.memory();
     split_ = split_text(memory);
@@ -278,178 +305,233 @@ class Trainer {
         std::cerr << "devmap: " << line << "\n";
     }
     session.start();
-    WorkerGroup& group = session.workers();
-    if (trace_) {
-      trace_->describe(session.graph(), session.partition());
-      group.set_trace(trace_.get());
-    }
+    attach_trace(trace_.get(), session);
     write_start(session, first);
     if (first) {
-      std::string where;
-      for (const std::string& d : session.partition().devices)
-        where += (where.empty() ? "" : ", ") + d + " (" + std::to_string(config_.find_device(d)->threads) +
-                 (config_.find_device(d)->threads == 1 ? " thread)" : " threads)");
-      std::cerr << "devmap: training " << config_.path << " on " << where << ", " << graph_.param_count()
-                << " parameters, " << train_.count << " training / " << test_.count << " test images\n";
+      print_banner(session);
       print_run_outputs(outputs_, std::cerr);
     }
+  }
 
-    BatchFeeder feeder(group, session.input(), session.layout(), image_node_, label_node_);
-    if (memory.rounds) feeder.set_rounds(memory.pipeline.micro_batches);
-    std::optional<GradientExchange> exchange;
+  // "devmap: training CONFIG on DEVICES, N parameters, ...".
+  void print_banner(Session& session) const {
+    std::string where;
+    for (const std::string& d : session.partition().devices)
+      where += (where.empty() ? "" : ", ") + d + " (" + std::to_string(config_.find_device(d)->threads) +
+               (config_.find_device(d)->threads == 1 ? " thread)" : " threads)");
+    std::cerr << "devmap: training " << config_.path << " on " << where << ", " << graph_.param_count()
+              << " parameters, " << train_.count << " training / " << test_.count << " test images\n";
+  }
+
+  // How the feeder runs the steps: pipelined rounds, data-parallel
+  // replicas (`exchange` is made for them), --param-stats, run-ahead.
+  void wire_feeder(BatchFeeder& feeder, Session& session, std::optional<GradientExchange>& exchange) {
+    const JobMemory& memory = session.memory();
+    if (memory.rounds) feeder.set_micro_batches_per_round(memory.pipeline.micro_batches);
     if (replica_.count > 1) {
       if (memory.rounds)
         throw_invalid(config_.path + ": data_parallel.replicas " + std::to_string(replica_.count) +
                       " with pipelined micro-batches (train.pipeline) is not built yet: set "
                       "train.pipeline.micro_batches: 1 or train.pipeline.schedule: none");
-      exchange.emplace(group, session.graph(), session.run().segment_name("grads"), config_.data_parallel.bucket_size,
-                       replica_.start_sum);
+      exchange.emplace(session.workers(), session.graph(), session.run().segment_name("grads"),
+                       config_.data_parallel.bucket_size, replica_.start_sum);
       feeder.set_replica(replica_.rank, replica_.count, &*exchange);
     }
     if (options_.param_stats) feeder.set_first_step_flags(wire::kParamStats);
     // The workers start a step while the coordinator takes in the one
     // before, unless that one ends in a checkpoint (which needs them idle).
     feeder.set_run_ahead([this](int64_t step) { return !checkpoint_due(step + 1); });
+  }
+
+  // Clears what an earlier attempt counted; with `resume`, the workers
+  // continue from the newest checkpoint.
+  void begin_attempt(WorkerGroup& group, bool resume) {
     step_ = 0;
     epochs_done_ = 0;
     steady_steps_.clear();
+    last_loss_ = 0;
+    last_eval_ = EvalResult{};
     if (resume) resume_from_checkpoint(group);
-    const int64_t start_step = step_;
-    double last_loss = 0;
-    EvalResult last_eval;
-    bool stopped = false;
-    auto run_start = Clock::now();
-    for (int64_t epoch = step_ / steps_per_epoch_ + 1; epoch <= tc_.epochs && !stopped; ++epoch) {
-      const bool limited = tc_.max_steps > 0;
-      const int64_t budget = limited ? tc_.max_steps - step_ : 0;
-      if (limited && budget <= 0) break;
-      std::vector<int64_t> order = epoch_order(train_.count, tc_.seed, epoch, tc_.shuffle);
-      // A resumed epoch starts at the first batch its checkpoint had not run.
-      const int64_t done_in_epoch = step_ - (epoch - 1) * steps_per_epoch_;
-      order.erase(order.begin(), order.begin() + std::min<int64_t>(done_in_epoch * tc_.batch_size,
-                                                                   static_cast<int64_t>(order.size())));
-      int64_t left = steps_per_epoch_ - done_in_epoch;
-      int64_t epoch_steps = limited ? std::min(budget, left) : left;
-      ProgressBar bar("epoch " + std::to_string(epoch) + "/" + std::to_string(tc_.epochs), epoch_steps,
-                      options_.log_every_given ? options_.log_every : std::max<int64_t>(epoch_steps / 10, 1));
-      double loss_sum = 0;
-      int64_t samples = 0;
-      std::vector<double> step_seconds;
-      auto epoch_start = Clock::now();
-      auto step_start = epoch_start;
-      const DeviceBusy busy_before = group.busy();
-      bool complete = feeder.run(
-          OrderedSamples{train_, order}, tc_.batch_size, memory.split.micro, step_, wire::kTrain, epoch_steps,
-          [&](int64_t i, int64_t batch, const StepResult& r, uint32_t) {
-            auto now = Clock::now();
-            step_seconds.push_back(std::chrono::duration<double>(now - step_start).count());
-            step_start = now;
-            loss_sum += static_cast<double>(r.loss) * static_cast<double>(batch);
-            samples += batch;
-            last_loss = r.loss;
-            ++step_;
-            metrics_->begin();
-            check_loss(r.loss, epoch);
-            double elapsed = std::chrono::duration<double>(now - epoch_start).count();
-            bar.update(i + 1, progress_status(loss_sum / static_cast<double>(samples), samples, elapsed) + " lr " +
-                                  fmt("%.3g", learning_rate(step_)));
-            for (const wire::ParamStat& ps : r.param_stats) {
-              JsonObject j;
-              j.add("event", "param_stats").add("step", step_).add("name", wire::read_name(ps.name));
-              j.add("grad_norm", static_cast<double>(ps.grad_norm));
-              j.add("update_norm", static_cast<double>(ps.update_norm));
-              j.add("value_norm", static_cast<double>(ps.value_norm));
-              metrics_->write(j);
-            }
-            if (step_ % options_.log_every == 0 || step_ == 1) {
-              JsonObject j;
-              j.add("event", "step").add("step", step_).add("epoch", epoch).add("loss", static_cast<double>(r.loss));
-              j.add("lr", learning_rate(step_));
-              j.add("step_ms", step_seconds.back() * 1e3).add("compute_ms", r.compute_seconds * 1e3);
-              metrics_->write(j);
-            }
-            if (checkpoint_due(step_)) save(group);
-          });
-      if (step_ == epoch * steps_per_epoch_) epochs_done_ = epoch;
-      if (!complete) {
-        stopped = true;
-        break;
-      }
-      double epoch_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
-      double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(samples, 1));
-      bar.finish(progress_status(train_loss, samples, epoch_seconds));
-      const DeviceBusy epoch_busy = group.busy().since(busy_before);  // the training steps'
-      if (!evaluate(feeder, test_, memory.eval_batch, last_eval)) {
-        stopped = true;
-        break;
-      }
-      // The median step after a short warm-up: the steady-state speed.
-      std::vector<double> steady(
-          step_seconds.begin() + std::min<ptrdiff_t>(5, static_cast<ptrdiff_t>(step_seconds.size()) / 2),
-          step_seconds.end());
-      steady_steps_.insert(steady_steps_.end(), steady.begin(), steady.end());
-      double med = median(steady);
+  }
+
+  // The steps of one epoch that this attempt runs.
+  struct EpochPlan {
+    int64_t epoch = 0;           // 1-based
+    std::vector<int64_t> order;  // its samples not yet trained, in the epoch's order
+    int64_t done_in_epoch = 0;   // its steps that ran before this attempt (a resumed epoch)
+    int64_t steps = 0;           // its steps to run now: the rest, or fewer by train.max_steps
+  };
+
+  // Epoch `epoch` from the first batch its checkpoint had not run; nullopt
+  // when train.max_steps is reached.
+  std::optional<EpochPlan> plan_epoch(int64_t epoch) const {
+    const bool limited = tc_.max_steps > 0;
+    const int64_t budget = limited ? tc_.max_steps - step_ : 0;
+    if (limited && budget <= 0) return std::nullopt;
+    EpochPlan plan;
+    plan.epoch = epoch;
+    plan.order = epoch_order(train_.count, tc_.seed, epoch, tc_.shuffle);
+    plan.done_in_epoch = step_ - (epoch - 1) * steps_per_epoch_;
+    plan.order.erase(plan.order.begin(),
+                     plan.order.begin() + std::min<int64_t>(plan.done_in_epoch * tc_.batch_size,
+                                                            static_cast<int64_t>(plan.order.size())));
+    const int64_t left = steps_per_epoch_ - plan.done_in_epoch;
+    plan.steps = limited ? std::min(budget, left) : left;
+    return plan;
+  }
+
+  // An epoch's running totals as its steps end, and its progress bar.
+  struct EpochProgress {
+    EpochProgress(const EpochPlan& p, std::string title, int64_t every)
+        : plan(p), bar(std::move(title), p.steps, every) {}
+    const EpochPlan& plan;
+    ProgressBar bar;
+    double loss_sum = 0;
+    int64_t samples = 0;
+    std::vector<double> step_seconds;
+    Clock::time_point start = Clock::now(), step_start = start;
+  };
+
+  // Trains the steps of `plan`, then evaluates on the test set and reports
+  // the epoch. False when a stop signal ended either early.
+  bool train_epoch(BatchFeeder& feeder, WorkerGroup& group, const JobMemory& memory, const EpochPlan& plan) {
+    EpochProgress progress(plan, "epoch " + std::to_string(plan.epoch) + "/" + std::to_string(tc_.epochs),
+                           options_.log_every_given ? options_.log_every : std::max<int64_t>(plan.steps / 10, 1));
+    const DeviceBusy busy_before = group.busy();
+    const bool complete = feeder.run(
+        OrderedSamples{train_, plan.order}, tc_.batch_size, memory.split.micro, step_, wire::kTrain, plan.steps,
+        [&](int64_t i, int64_t batch, const StepResult& r, uint32_t) { end_step(group, progress, i, batch, r); });
+    if (step_ == plan.epoch * steps_per_epoch_) epochs_done_ = plan.epoch;
+    if (!complete) return false;
+    const double seconds = std::chrono::duration<double>(Clock::now() - progress.start).count();
+    const double train_loss = progress.loss_sum / static_cast<double>(std::max<int64_t>(progress.samples, 1));
+    progress.bar.finish(progress_status(train_loss, progress.samples, seconds));
+    const DeviceBusy epoch_busy = group.busy().since(busy_before);  // the training steps'
+    if (!evaluate(feeder, test_, memory.eval_batch, last_eval_)) return false;
+    report_epoch(progress, train_loss, seconds, epoch_busy);
+    return true;
+  }
+
+  // The step callback: counts training step i of the epoch (0-based) of
+  // `batch` samples, checks its loss, updates the bar, writes its events and
+  // the checkpoint when one is due.
+  void end_step(WorkerGroup& group, EpochProgress& p, int64_t i, int64_t batch, const StepResult& r) {
+    const auto now = Clock::now();
+    p.step_seconds.push_back(std::chrono::duration<double>(now - p.step_start).count());
+    p.step_start = now;
+    p.loss_sum += static_cast<double>(r.loss) * static_cast<double>(batch);
+    p.samples += batch;
+    last_loss_ = r.loss;
+    ++step_;
+    metrics_->begin();
+    check_loss(r.loss, p.plan.epoch);
+    const double elapsed = std::chrono::duration<double>(now - p.start).count();
+    p.bar.update(i + 1, progress_status(p.loss_sum / static_cast<double>(p.samples), p.samples, elapsed) + " lr " +
+                            fmt("%.3g", learning_rate(step_)));
+    write_step_events(r, p.plan.epoch, p.step_seconds.back());
+    if (checkpoint_due(step_)) save(group);
+  }
+
+  // The step's param_stats events (--param-stats), and its step event every
+  // --log-every steps and at step 1.
+  void write_step_events(const StepResult& r, int64_t epoch, double step_seconds) {
+    for (const wire::ParamStat& ps : r.param_stats) {
       JsonObject j;
-      j.add("event", "epoch").add("epoch", epoch).add("steps", static_cast<int64_t>(step_seconds.size()));
-      j.add("first_step_in_epoch", done_in_epoch + 1);
-      j.add("train_loss", train_loss).add("test_loss", last_eval.loss);
-      if (!metric_name_.empty()) j.add("test_" + metric_name_, last_eval.metric);
-      j.add("images_per_s", static_cast<double>(samples) / epoch_seconds).add("epoch_seconds", epoch_seconds);
-      j.add("median_step_ms", med * 1e3)
-          .add("median_images_per_s", med > 0 ? static_cast<double>(tc_.batch_size) / med : 0.0);
-      add_busy_idle_fields(j, epoch_busy);
+      j.add("event", "param_stats").add("step", step_).add("name", wire::read_name(ps.name));
+      j.add("grad_norm", static_cast<double>(ps.grad_norm));
+      j.add("update_norm", static_cast<double>(ps.update_norm));
+      j.add("value_norm", static_cast<double>(ps.value_norm));
       metrics_->write(j);
-      std::cout << "epoch " << epoch << ": train loss " << fmt("%.4f", train_loss);
-      if (done_in_epoch > 0 || epoch_steps < steps_per_epoch_)
-        std::cout << " (mean of steps " << done_in_epoch + 1 << "-" << done_in_epoch + epoch_steps << " of "
-                  << steps_per_epoch_ << ")";
-      std::cout << ", test loss " << fmt("%.4f", last_eval.loss);
-      if (!metric_name_.empty()) std::cout << ", test " << metric_name_ << " " << fmt("%.4f", last_eval.metric);
-      std::cout << std::endl;
     }
-    if (stopped || interrupted()) return stop(group, start_step);
+    if (step_ % options_.log_every == 0 || step_ == 1) {
+      JsonObject j;
+      j.add("event", "step").add("step", step_).add("epoch", epoch).add("loss", static_cast<double>(r.loss));
+      j.add("lr", learning_rate(step_));
+      j.add("step_ms", step_seconds * 1e3).add("compute_ms", r.compute_seconds * 1e3);
+      metrics_->write(j);
+    }
+  }
+
+  // The epoch event and the epoch's line on stdout, after its evaluation.
+  void report_epoch(const EpochProgress& p, double train_loss, double seconds, const DeviceBusy& busy) {
+    const EpochPlan& plan = p.plan;
+    // The median step after a short warm-up: the steady-state speed.
+    std::vector<double> steady(
+        p.step_seconds.begin() + std::min<ptrdiff_t>(5, static_cast<ptrdiff_t>(p.step_seconds.size()) / 2),
+        p.step_seconds.end());
+    steady_steps_.insert(steady_steps_.end(), steady.begin(), steady.end());
+    const double med = median(steady);
+    JsonObject j;
+    j.add("event", "epoch").add("epoch", plan.epoch).add("steps", static_cast<int64_t>(p.step_seconds.size()));
+    j.add("first_step_in_epoch", plan.done_in_epoch + 1);
+    j.add("train_loss", train_loss).add("test_loss", last_eval_.loss);
+    if (!metric_name_.empty()) j.add("test_" + metric_name_, last_eval_.metric);
+    j.add("images_per_s", static_cast<double>(p.samples) / seconds).add("epoch_seconds", seconds);
+    j.add("median_step_ms", med * 1e3)
+        .add("median_images_per_s", med > 0 ? static_cast<double>(tc_.batch_size) / med : 0.0);
+    add_busy_idle_fields(j, busy);
+    metrics_->write(j);
+    std::cout << "epoch " << plan.epoch << ": train loss " << fmt("%.4f", train_loss);
+    if (plan.done_in_epoch > 0 || plan.steps < steps_per_epoch_)
+      std::cout << " (mean of steps " << plan.done_in_epoch + 1 << "-" << plan.done_in_epoch + plan.steps << " of "
+                << steps_per_epoch_ << ")";
+    std::cout << ", test loss " << fmt("%.4f", last_eval_.loss);
+    if (!metric_name_.empty()) std::cout << ", test " << metric_name_ << " " << fmt("%.4f", last_eval_.metric);
+    std::cout << std::endl;
+  }
+
+  // Every step ran: the last checkpoint, the workers' shutdown, the run's
+  // end (run_epilogue.h).
+  int finish(Session& session, int64_t start_step, Clock::time_point run_start) {
+    WorkerGroup& group = session.workers();
     if (last_saved_step_ != step_) save(group);
     group.shutdown();
-    double total = std::chrono::duration<double>(Clock::now() - run_start).count();
-    metrics_->begin();
-    write_device_events(group, memory, *metrics_);
-    if (options_.profile) report_profile(group.workers(), group.busy(), std::cout, *metrics_);
+    const double seconds = std::chrono::duration<double>(Clock::now() - run_start).count();
+    return finish_run(run_end(), group, session.memory(), summary(session, start_step, seconds));
+  }
+
+  // The done event's fields and the summary lines of a completed run of
+  // `seconds` that began at `start_step`.
+  RunSummary summary(Session& session, int64_t start_step, double seconds) const {
     const bool by_max_steps = tc_.max_steps > 0 && step_ < tc_.epochs * steps_per_epoch_;
-    JsonObject done;
-    done.add("event", "done").add("steps", step_).add("steps_run", step_ - start_step).add("seconds", total);
-    done.add("stopped_by", by_max_steps ? "max_steps" : "epochs");
-    add_busy_fields(done, group.busy());
-    done.add("final_loss", static_cast<double>(last_loss)).add("test_loss", last_eval.loss);
-    if (!metric_name_.empty()) done.add("test_" + metric_name_, last_eval.metric);
-    done.add("restarts", restarts_);
-    done.add("coordinator_vm_hwm_bytes", static_cast<int64_t>(read_vm_hwm_bytes()));
     // The step time the cost model predicted for this run, against the
     // measured one (the median step after each epoch's warm-up).
-    const RunPrediction predicted = predict_run_step(config_, options_, session.graph(), session.partition(), memory);
+    const RunPrediction predicted =
+        predict_run_step(config_, options_, session.graph(), session.partition(), session.memory());
     const double measured = median(steady_steps_);
-    done.add("measured_step_ms", measured * 1e3).add("predicted_step_ms", predicted.step_seconds * 1e3);
-    done.add("predicted_from", predicted.estimated.empty() ? "calibration" : "estimates");
-    metrics_->write(done);
-    std::cout << "done, ";
+    RunSummary s;
+    s.what_ran = [this, start_step, seconds, by_max_steps](JsonObject& j) {
+      j.add("steps", step_).add("steps_run", step_ - start_step).add("seconds", seconds);
+      j.add("stopped_by", by_max_steps ? "max_steps" : "epochs");
+    };
+    s.results = [this](JsonObject& j) {
+      j.add("final_loss", last_loss_).add("test_loss", last_eval_.loss);
+      if (!metric_name_.empty()) j.add("test_" + metric_name_, last_eval_.metric);
+      j.add("restarts", restarts_);
+    };
+    s.estimates = [measured, predicted](JsonObject& j) {
+      j.add("measured_step_ms", measured * 1e3).add("predicted_step_ms", predicted.step_seconds * 1e3);
+      j.add("predicted_from", predicted.estimated.empty() ? "calibration" : "estimates");
+    };
+    std::ostringstream headline;
+    headline << "done, ";
     if (start_step > 0)
-      std::cout << step_ - start_step << " of " << step_ << " steps (resumed at step " << start_step << ")";
+      headline << step_ - start_step << " of " << step_ << " steps (resumed at step " << start_step << ")";
     else
-      std::cout << step_ << " steps";
-    std::cout << " in " << fmt("%.1f", total) << " s";
+      headline << step_ << " steps";
+    headline << " in " << fmt("%.1f", seconds) << " s";
     if (by_max_steps)
-      std::cout << "; stopped by train.max_steps " << tc_.max_steps << " (" << tc_.epochs << " epochs would be "
-                << tc_.epochs * steps_per_epoch_ << " steps)";
-    std::cout << "\n";
-    print_busy(group.busy(), std::cout);
-    std::cout << "step time: measured " << fmt("%.1f", measured * 1e3) << " ms (median), predicted "
-              << fmt("%.1f", predicted.step_seconds * 1e3) << " ms"
-              << (predicted.estimated.empty()
-                      ? " from the calibration"
-                      : " from FLOPs estimates (run `coordinator calibrate " + config_.path + "` to measure)")
-              << "\n";
-    std::cout << "weights: " << store_.path() << "\nmetrics: " << metrics_->path() << std::endl;
-    finish_trace(trace_.get(), std::cerr);
-    return 0;
+      headline << "; stopped by train.max_steps " << tc_.max_steps << " (" << tc_.epochs << " epochs would be "
+               << tc_.epochs * steps_per_epoch_ << " steps)";
+    headline << "\n";
+    s.headline = headline.str();
+    s.details = "step time: measured " + fmt("%.1f", measured * 1e3) + " ms (median), predicted " +
+                fmt("%.1f", predicted.step_seconds * 1e3) + " ms" +
+                (predicted.estimated.empty()
+                     ? " from the calibration"
+                     : " from FLOPs estimates (run `coordinator calibrate " + config_.path + "` to measure)") +
+                "\nweights: " + store_.path() + "\n";
+    return s;
   }
 
   // After SIGINT or SIGTERM, at a step boundary: checkpoint what was
@@ -460,19 +542,19 @@ class Trainer {
     if (abort_requested()) throw_runtime("aborted before writing the checkpoint of step " + std::to_string(step_));
     if (step_ > start_step && last_saved_step_ != step_) save(group);
     group.shutdown();
-    metrics_->begin();
-    JsonObject j;
-    j.add("event", "interrupted").add("signal", signal_name(sig)).add("step", step_);
-    metrics_->write(j);
-    finish_trace(trace_.get(), std::cerr);
-    std::cerr << "devmap: interrupted by " << signal_name(sig) << " at step " << step_ << "; ";
+    RunStop s;
+    s.where = [this](JsonObject& j) { j.add("step", step_); };
+    s.closing = "devmap: interrupted by " + std::string(signal_name(sig)) + " at step " + std::to_string(step_) + "; ";
     if (saved_ || options_.resume)
-      std::cerr << "the newest checkpoint is " << store_.path() << "\n"
-                << "devmap: resume with: " << options_.resume_command << "\n";
+      s.closing +=
+          "the newest checkpoint is " + store_.path() + "\ndevmap: resume with: " + options_.resume_command + "\n";
     else
-      std::cerr << "no step had run, so there is no checkpoint\n";
-    return 128 + sig;
+      s.closing += "no step had run, so there is no checkpoint\n";
+    return stop_run(run_end(), sig, s);
   }
+
+  // Where this run's end goes (run_epilogue.h).
+  RunEnd run_end() const { return RunEnd{"train", options_, *metrics_, trace_.get()}; }
 
   // Whether this rank reads the checkpoint files: every replica of a
   // data-parallel job does; of a job across hosts, rank 0 does and sends
@@ -512,9 +594,6 @@ class Trainer {
     metrics_->write(j);
   }
 
-  // The weights, the optimizer state and the step go back into the
-  // workers; the data order and dropout masks follow from (seed, epoch,
-  // step), so the run continues as if it had never stopped.
   // How this run cuts a step, as TrainingState::split records it.
   std::string split_text(const JobMemory& memory) const {
     std::string s = memory.split.count > 1
@@ -526,6 +605,9 @@ class Trainer {
     return s;
   }
 
+  // The weights, the optimizer state and the step go back into the
+  // workers; the data order and dropout masks follow from (seed, epoch,
+  // step), so the run continues as if it had never stopped.
   void resume_from_checkpoint(WorkerGroup& group) {
     std::optional<CheckpointFiles> c = reads_checkpoints() ? store_.latest_valid(std::cerr) : CheckpointFiles{};
     if (!c) throw_invalid("--resume: no checkpoint at " + store_.path() + " (train.checkpoint) is whole; see above");
@@ -578,6 +660,8 @@ class Trainer {
   bool nonfinite_reported_ = false;
   int image_node_ = -1, label_node_ = -1;
   std::vector<double> steady_steps_;  // every epoch's step times after its warm-up
+  double last_loss_ = 0;              // the loss of the attempt's last step
+  EvalResult last_eval_;              // the attempt's last evaluation
   std::string metric_name_;
   Dataset train_, test_;
   int64_t steps_per_epoch_ = 0;

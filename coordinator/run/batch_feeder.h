@@ -58,11 +58,20 @@ class BatchFeeder {
   template <typename Source, typename OnDone>
   bool run(Source&& source, int64_t batch_size, int64_t micro, int64_t first_step, uint32_t flags, int64_t max_batches,
            OnDone on_done) {
-    if (round_ > 0) return run_rounds(source, batch_size, micro, round_, first_step, flags, max_batches, on_done);
     const int64_t count = source.count();
     int64_t batches = (count + batch_size - 1) / batch_size;
     if (max_batches >= 0) batches = std::min(batches, max_batches);
     if (batches == 0) return true;
+    if (round_ > 0)
+      return run_rounds(source,
+                        RoundsRun{.count = count,
+                                  .batch_size = batch_size,
+                                  .micro = micro,
+                                  .batches = batches,
+                                  .first_step = first_step,
+                                  .round = round_,
+                                  .flags = flags},
+                        on_done);
     micro = std::min(micro, batch_size);
     const bool replicated = exchange_ && (flags & wire::kTrain);
     const std::vector<Planned> units = plan_units(count, batch_size, micro, batches, replicated);
@@ -125,108 +134,6 @@ class BatchFeeder {
       }
     }
   }
-  // Pipelined: rounds of several micro-batches, each round one STEP that
-  // every worker runs as its share of the pipeline schedule. Training: each
-  // step of `batch_size` samples is a round of ceil(size / micro)
-  // micro-batches (as even as split_evenly makes them). Otherwise: rounds of
-  // up to `round` batches of `batch_size` samples, two rounds in flight.
-  // The input segment holds two rounds (2 x round slots): the next round is
-  // written while the workers run this one. Calls on_done per step
-  // (training) or per batch, in order, as run() does; same stop and return
-  // rules (a stop collects the rounds in flight first).
-  template <typename Source, typename OnDone>
-  bool run_rounds(Source&& source, int64_t batch_size, int64_t micro, int round, int64_t first_step, uint32_t flags,
-                  int64_t max_batches, OnDone on_done) {
-    const bool train = (flags & wire::kTrain) != 0;
-    const int64_t count = source.count();
-    int64_t batches = (count + batch_size - 1) / batch_size;
-    if (max_batches >= 0) batches = std::min(batches, max_batches);
-    if (batches == 0) return true;
-    // Round r: training, step r; otherwise batches [r * round, ...). Its
-    // STEP says how many samples in how many micro-batches, and
-    // wire::round_sizes() what each holds, here and in every worker.
-    const int64_t rounds = train ? batches : (batches + round - 1) / round;
-    struct Round {
-      int64_t first = 0;           // its samples start at first in the source
-      wire::Step step{};           // its slot set when it is sent
-      std::vector<int64_t> sizes;  // its micro-batches (training) or batches
-    };
-    auto round_of = [&](int64_t r) {
-      Round out;
-      wire::Step& s = out.step;
-      s.step = train ? first_step + r : r;
-      s.flags = flags;
-      if (train && r == 0 && first_step == 0) s.flags |= extra_first_flags_;
-      if (train) {
-        out.first = r * batch_size;
-        s.batch_total = std::min(batch_size, count - out.first);
-        s.micro_batches = static_cast<uint32_t>((s.batch_total + micro - 1) / micro);
-        s.batch = (s.batch_total + s.micro_batches - 1) / s.micro_batches;
-      } else {
-        out.first = r * round * batch_size;
-        s.batch_total = std::min(std::min(batches, (r + 1) * round) * batch_size, count) - out.first;
-        s.batch = batch_size;
-        s.micro_batches = static_cast<uint32_t>((s.batch_total + batch_size - 1) / batch_size);
-      }
-      out.sizes = wire::round_sizes(s);
-      return out;
-    };
-    auto fill_round = [&](const Round& rd, uint32_t base) {
-      const int64_t t0 = feed_started(rd.step);
-      int64_t at = rd.first;
-      for (size_t m = 0; m < rd.sizes.size(); ++m) {
-        fill(source, base + static_cast<int64_t>(m), Unit{0, at, rd.sizes[m]});
-        at += rd.sizes[m];
-      }
-      feed_done(t0, rd.step);
-    };
-    // Round r's slots (input and output) start at (r % 2) x round. Training
-    // collects each round before sending the next (a step needs the update
-    // of the one before it). Otherwise two rounds are in flight, so a
-    // device starts round r + 1 while later devices finish round r; round
-    // r + 1's slots are refilled once round r - 1 is collected.
-    const size_t depth = train ? 1 : 2;
-    auto base_of = [&](int64_t r) { return static_cast<uint32_t>((r % 2) * round); };
-    std::deque<Round> flight;  // sent, not collected, oldest first
-    auto collect_oldest = [&] {
-      const Round rd = std::move(flight.front());
-      flight.pop_front();
-      const uint32_t base = rd.step.slot;
-      StepResult res = group_.collect();
-      if (train) {
-        on_done(rd.step.step - first_step, rd.step.batch_total, res, base);
-        return;
-      }
-      for (size_t k = 0; k < rd.sizes.size(); ++k) {
-        StepResult one;
-        if (k < res.micro.size()) {
-          one.loss = res.micro[k].loss;
-          one.metric = res.micro[k].metric;
-        }
-        on_done(rd.step.step * round + static_cast<int64_t>(k), rd.sizes[k], one, base + static_cast<uint32_t>(k));
-      }
-    };
-    Round next = round_of(0);
-    fill_round(next, base_of(0));
-    for (int64_t r = 0; r < rounds; ++r) {
-      if (interrupted()) {
-        while (!flight.empty()) collect_oldest();
-        return false;
-      }
-      next.step.slot = base_of(r);
-      group_.send(next.step);
-      flight.push_back(std::move(next));
-      if (r + 1 < rounds) {
-        if (flight.size() > 1) collect_oldest();  // round r - 1: its slots are round r + 1's
-        next = round_of(r + 1);
-        fill_round(next, base_of(r + 1));
-      }
-      if (flight.size() >= depth) collect_oldest();
-    }
-    while (!flight.empty()) collect_oldest();
-    return true;
-  }
-
   void set_first_step_flags(uint32_t f) { extra_first_flags_ = f; }
   // Data-parallel training (lock-step batches only): this feeder runs
   // replica `rank` of `replicas`, feeding its share of each training step's
@@ -236,9 +143,10 @@ class BatchFeeder {
     replicas_ = replicas;
     exchange_ = exchange;
   }
-  // run() goes by rounds of up to `round` micro-batches (a pipelined job:
-  // JobMemory::rounds); 0: one micro-batch at a time.
-  void set_rounds(int round) { round_ = round; }
+  // run() goes by rounds of up to `micro_batches` micro-batches (a
+  // pipelined job: JobMemory::rounds; see run_rounds()); 0: one micro-batch
+  // at a time.
+  void set_micro_batches_per_round(int micro_batches) { round_ = micro_batches; }
   // Training by run() without rounds: whether the workers may be sent the
   // next step before on_done has seen training step `step` (numbered from
   // 0, as first_step counts); they then start it without waiting for the
@@ -247,6 +155,123 @@ class BatchFeeder {
   void set_run_ahead(std::function<bool(int64_t step)> run_ahead) { run_ahead_ = std::move(run_ahead); }
 
  private:
+  // What a pipelined run's rounds share: `batches` batches of `batch_size`
+  // of `count` samples; training steps cut into micro-batches of at most
+  // `micro`; otherwise up to `round` batches a round.
+  struct RoundsRun {
+    int64_t count = 0, batch_size = 0, micro = 0, batches = 0, first_step = 0;
+    int round = 0;
+    uint32_t flags = 0;
+    bool train() const { return (flags & wire::kTrain) != 0; }
+    // Round r: training, step r; otherwise batches [r * round, ...).
+    int64_t rounds() const { return train() ? batches : (batches + round - 1) / round; }
+    // Round r's slots (input and output) start at (r % 2) x round.
+    uint32_t base_of(int64_t r) const { return static_cast<uint32_t>((r % 2) * round); }
+  };
+  // One round: its STEP says how many samples in how many micro-batches,
+  // and wire::round_sizes() what each holds, here and in every worker.
+  struct Round {
+    int64_t first = 0;           // its samples start at first in the source
+    wire::Step step{};           // its slot set when it is sent
+    std::vector<int64_t> sizes;  // its micro-batches (training) or batches
+  };
+
+  // Pipelined: rounds of several micro-batches, each round one STEP that
+  // every worker runs as its share of the pipeline schedule. Training: each
+  // step of `batch_size` samples is a round of ceil(size / micro)
+  // micro-batches (as even as split_evenly makes them). Otherwise: rounds of
+  // up to `round` batches of `batch_size` samples, two rounds in flight.
+  // The input segment holds two rounds (2 x round slots): the next round is
+  // written while the workers run this one. Calls on_done per step
+  // (training) or per batch, in order, as run() does; same stop and return
+  // rules (a stop collects the rounds in flight first).
+  //
+  // Training collects each round before sending the next (a step needs the
+  // update of the one before it). Otherwise two rounds are in flight, so a
+  // device starts round r + 1 while later devices finish round r; round
+  // r + 1's slots are refilled once round r - 1 is collected.
+  template <typename Source, typename OnDone>
+  bool run_rounds(Source& source, const RoundsRun& run, OnDone& on_done) {
+    const int64_t rounds = run.rounds();
+    const size_t depth = run.train() ? 1 : 2;
+    std::deque<Round> flight;  // sent, not collected, oldest first
+    Round next = plan_round(run, 0);
+    fill_round(source, next, run.base_of(0));
+    for (int64_t r = 0; r < rounds; ++r) {
+      if (interrupted()) {
+        while (!flight.empty()) collect_round(flight, run, on_done);
+        return false;
+      }
+      next.step.slot = run.base_of(r);
+      group_.send(next.step);
+      flight.push_back(std::move(next));
+      if (r + 1 < rounds) {
+        if (flight.size() > 1) collect_round(flight, run, on_done);  // round r - 1: its slots are round r + 1's
+        next = plan_round(run, r + 1);
+        fill_round(source, next, run.base_of(r + 1));
+      }
+      if (flight.size() >= depth) collect_round(flight, run, on_done);
+    }
+    while (!flight.empty()) collect_round(flight, run, on_done);
+    return true;
+  }
+
+  // Round r of `run`, its slot not yet set.
+  Round plan_round(const RoundsRun& run, int64_t r) const {
+    Round out;
+    wire::Step& s = out.step;
+    s.step = run.train() ? run.first_step + r : r;
+    s.flags = run.flags;
+    if (run.train() && r == 0 && run.first_step == 0) s.flags |= extra_first_flags_;
+    if (run.train()) {
+      out.first = r * run.batch_size;
+      s.batch_total = std::min(run.batch_size, run.count - out.first);
+      s.micro_batches = static_cast<uint32_t>((s.batch_total + run.micro - 1) / run.micro);
+      s.batch = (s.batch_total + s.micro_batches - 1) / s.micro_batches;
+    } else {
+      out.first = r * run.round * run.batch_size;
+      s.batch_total = std::min(std::min(run.batches, (r + 1) * run.round) * run.batch_size, run.count) - out.first;
+      s.batch = run.batch_size;
+      s.micro_batches = static_cast<uint32_t>((s.batch_total + run.batch_size - 1) / run.batch_size);
+    }
+    out.sizes = wire::round_sizes(s);
+    return out;
+  }
+
+  // Writes round `rd`'s samples into the input slots from `base` on.
+  template <typename Source>
+  void fill_round(Source& source, const Round& rd, uint32_t base) {
+    const int64_t t0 = feed_started(rd.step);
+    int64_t at = rd.first;
+    for (size_t m = 0; m < rd.sizes.size(); ++m) {
+      fill(source, base + static_cast<int64_t>(m), Unit{0, at, rd.sizes[m]});
+      at += rd.sizes[m];
+    }
+    feed_done(t0, rd.step);
+  }
+
+  // Collects the oldest round in flight and hands on_done its step
+  // (training) or each of its batches.
+  template <typename OnDone>
+  void collect_round(std::deque<Round>& flight, const RoundsRun& run, OnDone& on_done) {
+    const Round rd = std::move(flight.front());
+    flight.pop_front();
+    const uint32_t base = rd.step.slot;
+    StepResult res = group_.collect();
+    if (run.train()) {
+      on_done(rd.step.step - run.first_step, rd.step.batch_total, res, base);
+      return;
+    }
+    for (size_t k = 0; k < rd.sizes.size(); ++k) {
+      StepResult one;
+      if (k < res.micro.size()) {
+        one.loss = res.micro[k].loss;
+        one.metric = res.micro[k].metric;
+      }
+      on_done(rd.step.step * run.round + static_cast<int64_t>(k), rd.sizes[k], one, base + static_cast<uint32_t>(k));
+    }
+  }
+
   // The coordinator's "feed" slice of a traced step (--trace): its start, or
   // -1 when the step is not traced.
   int64_t feed_started(const wire::Step& s) const {

@@ -129,14 +129,28 @@ const char* category(TraceKind k) {
   return "other";
 }
 
+// names[id], or "#id" for an id the names lack.
+std::string name_of(const std::vector<std::string>& names, int id) {
+  return id >= 0 && static_cast<size_t>(id) < names.size() ? names[static_cast<size_t>(id)] : "#" + std::to_string(id);
+}
+
 }  // namespace
 
-void TraceLog::write() const {
-  auto name_of = [](const std::vector<std::string>& names, int id) {
-    return id >= 0 && static_cast<size_t>(id) < names.size() ? names[static_cast<size_t>(id)]
-                                                             : "#" + std::to_string(id);
+// The k-th receive of a tensor on a device takes the k-th send of it: both
+// ends of each, in the order their slices were written.
+struct TraceLog::Flows {
+  // (edge, attempt, phase, step, micro): lock-step micro-batches of one
+  // step share a step and micro-batch 0.
+  using Key = std::tuple<int, int, int, int64_t, int32_t>;
+  struct End {
+    int pid;
+    double ts;  // where on its slice the arrow starts or ends
   };
-  auto us = [&](int64_t ns) { return static_cast<double>(ns - origin_ns_) * 1e-3; };
+  std::map<Key, std::vector<End>> sends;
+  std::map<std::pair<Key, int>, std::vector<End>> recvs;  // by receiving pid too
+};
+
+void TraceLog::write() const {
   AtomicFile file(path_, "trace");
   std::ostream& out = file.stream();
   out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"devmap\",\"trace_steps\":"
@@ -144,11 +158,19 @@ void TraceLog::write() const {
                            (steps_.last == TraceSteps{}.last ? std::string("") : std::to_string(steps_.last)))
       << "},\"traceEvents\":[\n";
   bool first = true;
-  auto emit = [&](const JsonObject& j) {
+  const Emit emit = [&](const JsonObject& j) {
     out << (first ? "" : ",\n") << j.str();
     first = false;
   };
-  // Tracks: names and order.
+  write_tracks(emit);
+  Flows flows;
+  write_slices(emit, flows);
+  write_flows(emit, flows);
+  out << "\n]}\n";
+  file.commit();
+}
+
+void TraceLog::write_tracks(const Emit& emit) const {
   for (size_t pid = 0; pid <= devices_.size(); ++pid) {
     const std::string name = pid == 0 ? "coordinator" : devices_[pid - 1];
     JsonObject meta;
@@ -164,58 +186,54 @@ void TraceLog::write() const {
     thread.add_raw("args", JsonObject().add("name", pid == 0 ? "main" : "executor").str());
     emit(thread);
   }
-  // Sends and receives of one tensor: (edge, attempt, phase, step, micro)
-  // -> their slices in order; the k-th receive on a device takes the k-th
-  // send (lock-step micro-batches of one step share a step and micro-batch 0).
-  using Key = std::tuple<int, int, int, int64_t, int32_t>;
-  struct End {
-    int pid;
-    double ts;
-  };
-  std::map<Key, std::vector<End>> sends;
-  std::map<std::pair<Key, int>, std::vector<End>> recvs;
+}
+
+std::string TraceLog::slice_name(const Chunk& c, const TraceEvent& e) const {
+  if (c.pid == 0) return std::string(c.what) + " " + (c.phase == 0 ? "step " : "round ") + std::to_string(c.step);
+  switch (e.kind) {
+    case TraceKind::kStep:
+      return c.phase == 0 ? "step " + std::to_string(c.step)
+                          : std::string(kPhases[c.phase]) + " round " + std::to_string(c.step);
+    case TraceKind::kForward: return name_of(op_names_, e.id) + " forward";
+    case TraceKind::kBackward: return name_of(op_names_, e.id) + " backward";
+    case TraceKind::kSumGrads: return name_of(op_names_, e.id) + " gradient sum";
+    case TraceKind::kSend: return "send " + name_of(edge_names_, e.id);
+    case TraceKind::kRecv: return "recv " + name_of(edge_names_, e.id);
+    case TraceKind::kSlotWait: return "wait for a slot of " + name_of(edge_names_, e.id);
+    case TraceKind::kOptimizer: return "optimizer update";
+  }
+  return "";
+}
+
+void TraceLog::write_slices(const Emit& emit, Flows& flows) const {
   for (const Chunk& c : chunks_) {
     for (const TraceEvent& e : c.events) {
+      const double ts = static_cast<double>(e.start_ns - origin_ns_) * 1e-3;
+      const double dur = static_cast<double>(e.end_ns - e.start_ns) * 1e-3;
       JsonObject j;
-      std::string name;
-      if (c.pid == 0) {
-        name = std::string(c.what) + " " + (c.phase == 0 ? "step " : "round ") + std::to_string(c.step);
-      } else {
-        switch (e.kind) {
-          case TraceKind::kStep:
-            name = c.phase == 0 ? "step " + std::to_string(c.step)
-                                : std::string(kPhases[c.phase]) + " round " + std::to_string(c.step);
-            break;
-          case TraceKind::kForward: name = name_of(op_names_, e.id) + " forward"; break;
-          case TraceKind::kBackward: name = name_of(op_names_, e.id) + " backward"; break;
-          case TraceKind::kSumGrads: name = name_of(op_names_, e.id) + " gradient sum"; break;
-          case TraceKind::kSend: name = "send " + name_of(edge_names_, e.id); break;
-          case TraceKind::kRecv: name = "recv " + name_of(edge_names_, e.id); break;
-          case TraceKind::kSlotWait: name = "wait for a slot of " + name_of(edge_names_, e.id); break;
-          case TraceKind::kOptimizer: name = "optimizer update"; break;
-        }
-      }
-      const double ts = us(e.start_ns), dur = static_cast<double>(e.end_ns - e.start_ns) * 1e-3;
-      j.add("name", name).add("cat", c.pid == 0 ? c.what : category(e.kind)).add("ph", "X");
+      j.add("name", slice_name(c, e)).add("cat", c.pid == 0 ? c.what : category(e.kind)).add("ph", "X");
       j.add_raw("ts", micros(ts)).add_raw("dur", micros(dur)).add("pid", c.pid).add("tid", 1);
       JsonObject args;
       args.add("phase", kPhases[c.phase]).add("step", c.step);
       if (e.micro >= 0) args.add("micro_batch", static_cast<int64_t>(e.micro));
       j.add_raw("args", args.str());
       emit(j);
-      const Key key{e.id, c.attempt, c.phase, c.step, e.micro};
-      if (e.kind == TraceKind::kSend) sends[key].push_back(End{c.pid, ts + dur * 0.5});
-      if (e.kind == TraceKind::kRecv) recvs[{key, c.pid}].push_back(End{c.pid, ts + dur * 0.75});
+      const Flows::Key key{e.id, c.attempt, c.phase, c.step, e.micro};
+      if (e.kind == TraceKind::kSend) flows.sends[key].push_back(Flows::End{c.pid, ts + dur * 0.5});
+      if (e.kind == TraceKind::kRecv) flows.recvs[{key, c.pid}].push_back(Flows::End{c.pid, ts + dur * 0.75});
     }
   }
+}
+
+void TraceLog::write_flows(const Emit& emit, const Flows& flows) const {
   int64_t id = 0;
-  for (const auto& [key_pid, ends] : recvs) {
-    auto it = sends.find(key_pid.first);
-    if (it == sends.end()) continue;
+  for (const auto& [key_pid, ends] : flows.recvs) {
+    auto it = flows.sends.find(key_pid.first);
+    if (it == flows.sends.end()) continue;
     for (size_t k = 0; k < ends.size() && k < it->second.size(); ++k) {
       ++id;
-      const End& s = it->second[k];
-      const End& f = ends[k];
+      const Flows::End& s = it->second[k];
+      const Flows::End& f = ends[k];
       const std::string name = "tensor " + name_of(edge_names_, std::get<0>(key_pid.first));
       JsonObject a, b;
       a.add("name", name)
@@ -231,8 +249,6 @@ void TraceLog::write() const {
       emit(b);
     }
   }
-  out << "\n]}\n";
-  file.commit();
 }
 
 }  // namespace devmap

@@ -35,6 +35,8 @@
 
 namespace devmap {
 
+class JsonObject;
+
 struct TraceSteps {
   int64_t first = 1;  // 1-based training steps, inclusive
   int64_t last = std::numeric_limits<int64_t>::max();
@@ -81,6 +83,16 @@ class TraceLog {
     std::vector<TraceEvent> events;
   };
   int phase_of(const wire::Step& step) const;
+
+  // write()'s parts, in file order: each track's name and place, every
+  // slice (noting where each send and receive is, in `flows`), and an arrow
+  // from each send to the receive that takes its tensor.
+  struct Flows;
+  using Emit = std::function<void(const JsonObject&)>;
+  void write_tracks(const Emit& emit) const;
+  void write_slices(const Emit& emit, Flows& flows) const;
+  void write_flows(const Emit& emit, const Flows& flows) const;
+  std::string slice_name(const Chunk& c, const TraceEvent& e) const;
 
   std::string path_;
   TraceSteps steps_;

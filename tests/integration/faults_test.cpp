@@ -223,6 +223,10 @@ TEST_P(Faults, SigtermFinishesTheStepCheckpointsAndExits143) {
   EXPECT_NE(err.find("resume with: "), std::string::npos) << err;
   EXPECT_NE(err.find(" --resume"), std::string::npos) << err;
   EXPECT_EQ(leftovers(coordinator.pid(), dir_.path()), std::vector<std::string>{});
+  const std::vector<std::string> stop = lines_with(read_file(dir_.path() + "/term.jsonl"), "interrupted");
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_EQ(json_field(stop[0], "job"), "train");
+  EXPECT_EQ(json_field(stop[0], "signal"), "SIGTERM");
   // The checkpoint is of the step it stopped at, not an older one.
   int stopped = last_step(dir_.path() + "/term.jsonl");
   EXPECT_EQ(resume_and_compare("term"), stopped);

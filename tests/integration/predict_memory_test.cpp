@@ -43,6 +43,7 @@ int64_t predict_vm_hwm(const TempDir& dir, const std::string& weights, const std
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> done = lines_with(read_file(metrics), "done");
   if (done.size() != 1) return -1;
+  EXPECT_EQ(json_field(done[0], "job"), "predict");
   EXPECT_EQ(json_field(done[0], "images"), std::to_string(count));
   const std::string rows = read_file(csv);
   EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), count + 1);  // and the header

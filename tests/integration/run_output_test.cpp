@@ -96,6 +96,7 @@ TEST_F(RunOutput, ResultsGoToStdoutAndProgressToStderr) {
   EXPECT_EQ(lines_with(metrics, "checkpoint").size(), 2u) << metrics;
   std::vector<std::string> done = lines_with(metrics, "done");
   ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(json_field(done[0], "job"), "train");
   EXPECT_EQ(json_field(done[0], "steps_run"), "20");
   EXPECT_EQ(json_field(done[0], "stopped_by"), "epochs");
   EXPECT_NE(done[0].find("\"device_busy\":{\"cpu:0\":"), std::string::npos) << done[0];
