@@ -30,10 +30,7 @@
 #include "coordinator/telemetry/trace_log.h"
 #include "coordinator/util/progress_bar.h"
 #include "coordinator/util/signals.h"
-
-#ifndef DEVMAP_VERSION
-#define DEVMAP_VERSION "dev"
-#endif
+#include "coordinator/util/version.h"
 
 namespace devmap {
 namespace {
@@ -50,7 +47,7 @@ std::string library_versions_json() {
   int major = 0, minor = 0, patch = 0;
   zmq_version(&major, &minor, &patch);
   JsonObject v;
-  v.add("devmap", DEVMAP_VERSION);
+  v.add("devmap", devmap_version());
   v.add("zeromq", std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch));
   v.add("boost", std::to_string(BOOST_VERSION / 100000) + "." + std::to_string(BOOST_VERSION / 100 % 1000) + "." +
                      std::to_string(BOOST_VERSION % 100));
