@@ -50,7 +50,7 @@ void log_placement(const Config& config, const Partition& partition, int64_t bat
   const Graph& g = config.graph;
   os << "placement:\n";
   for (const Node& n : g.nodes()) {
-    if (n.schema->num_inputs == 0) {
+    if (n.schema->fed_by_coordinator()) {
       std::string readers;
       for (const DeviceProgram& p : partition.programs)
         if (p.uses_tensor[static_cast<size_t>(g.find(n.name))]) readers += (readers.empty() ? "" : ", ") + p.device;
@@ -95,7 +95,7 @@ bool sweep_stale_runs() {
 std::vector<int> external_ops(const Graph& graph, const std::vector<int>& outputs) {
   std::vector<int> ext = outputs;
   for (int i = 0; i < graph.size(); ++i)
-    if (graph.node(i).schema->num_inputs == 0) ext.push_back(i);
+    if (graph.node(i).schema->fed_by_coordinator()) ext.push_back(i);
   return ext;
 }
 

@@ -158,8 +158,7 @@ void Executor::reserve(int64_t max_batch, int sets) {
   for (int node = 0; node < graph_.size() && !host_; ++node) {
     auto i = static_cast<size_t>(node);
     if (!external_[i] || !uses_[i]) continue;
-    OpRole role = graph_.node(node).schema->role;
-    (role == OpRole::kImageInput || role == OpRole::kLabelInput ? staged_inputs_ : staged_outputs_).push_back(node);
+    (graph_.node(node).schema->fed_by_coordinator() ? staged_inputs_ : staged_outputs_).push_back(node);
   }
 }
 

@@ -88,7 +88,7 @@ InputLayout get_layout(ByteReader& r) {
 InputLayout InputLayout::for_graph(const Graph& graph, int64_t max_batch, uint32_t slots) {
   std::vector<int> inputs;
   for (int i = 0; i < graph.size(); ++i)
-    if (graph.node(i).schema->num_inputs == 0) inputs.push_back(i);
+    if (graph.node(i).schema->fed_by_coordinator()) inputs.push_back(i);
   return for_nodes(graph, inputs, max_batch, slots);
 }
 
@@ -223,7 +223,7 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
   for (int o : p.outputs)
     if (o < 0 || o >= p.graph.size()) throw_runtime("malformed worker plan: bad output index");
   for (int n : p.layout.input_nodes)
-    if (n < 0 || n >= p.graph.size() || p.graph.node(n).schema->num_inputs != 0)
+    if (n < 0 || n >= p.graph.size() || !p.graph.node(n).schema->fed_by_coordinator())
       throw_runtime("malformed worker plan: bad input node");
   for (int n : p.output_layout.input_nodes)
     if (n < 0 || n >= p.graph.size()) throw_runtime("malformed worker plan: bad output node");

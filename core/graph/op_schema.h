@@ -97,6 +97,10 @@ struct OpSchema {
 
   bool batch_reduced() const { return role == OpRole::kLoss || role == OpRole::kMetric; }
   bool runs_on(DeviceKind kind) const {
+  // An op the coordinator feeds each step (input, labels): it has no inputs
+  // and no kernel; no device computes it, and the tensor it names is written
+  // into a device's staging buffer or an edge ring by the coordinator.
+  bool fed_by_coordinator() const { return role == OpRole::kImageInput || role == OpRole::kLabelInput; }
     for (DeviceKind k : device_kinds)
       if (k == kind) return true;
     return false;

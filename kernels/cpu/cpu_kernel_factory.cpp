@@ -68,7 +68,7 @@ std::unique_ptr<OpKernel> CpuKernelFactory::make_kernel(const std::string& op) c
   auto it = table().find(op);
   if (it != table().end()) return it->second();
   const OpSchema* schema = find_op(op);
-  if (schema != nullptr && (schema->role == OpRole::kImageInput || schema->role == OpRole::kLabelInput))
+  if (schema != nullptr && schema->fed_by_coordinator())
     throw_invalid("op '" + op + "' is fed by the executor and has no cpu kernel");
   std::string known;
   for (const auto& [name, maker] : table()) known += (known.empty() ? "" : ", ") + name;
