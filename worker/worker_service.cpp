@@ -23,6 +23,7 @@
 #include "core/exec/executor.h"
 #include "core/exec/host_memory.h"
 #include "core/exec/worker_plan.h"
+#include "core/plan/device_budget.h"
 #include "core/plan/memory_plan.h"
 #include "transport/control_channel.h"
 #include "transport/edge_plan.h"

@@ -127,7 +127,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, S
   for (const ChannelEdge& e : edges) {
     bool touches = here(e.producer);
     for (const std::string& c : e.consumers) touches = touches || here(c);
-    if (touches) edge_segments_.push_back(ShmSegment::create(e.segment, e.slot_bytes * e.slots));
+    if (touches) edge_segments_.push_back(ShmSegment::create(e.segment, e.ring_bytes()));
   }
   if (hosts) relay_ = hosts->relay(edges, data_endpoints(partition_, run_.directory()));
 

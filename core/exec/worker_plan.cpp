@@ -101,7 +101,7 @@ InputLayout InputLayout::for_nodes(const Graph& graph, const std::vector<int>& n
     l.input_nodes.push_back(i);
     l.input_offsets.push_back(off);
     uint64_t bytes = static_cast<uint64_t>(graph.node(i).out_shape_for(max_batch).numel()) * sizeof(float);
-    off += (bytes + 63) / 64 * 64;
+    off += round_up_to_cache_line(bytes);
   }
   l.slot_bytes = off;
   return l;

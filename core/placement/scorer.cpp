@@ -6,7 +6,7 @@
 
 #include "core/base/error.h"
 #include "core/base/total_order.h"
-#include "core/exec/device_memory.h"
+#include "core/plan/device_budget.h"
 
 namespace devmap {
 namespace {
