@@ -61,11 +61,5 @@ TEST(CpuKernelFactory, MakesEveryOptimizer) {
   EXPECT_EQ(CpuKernelFactory().make_optimizer(c)->state_count(), 2);
 }
 
-TEST(CpuKernelFactory, SetCpuThreads) {
-  set_cpu_threads(1);
-  set_cpu_threads(0);  // clamped to 1
-  set_cpu_threads(2);
-}
-
 }  // namespace
 }  // namespace devmap
