@@ -9,6 +9,7 @@ namespace devmap::ops {
 OpSchema max_pool2d_schema() {
   OpSchema s;
   s.name = "max_pool2d";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "2-D max pooling over NCHW input";
   s.attrs = {
       {"kernel", AttrType::kInt, false, int64_t{2}, 1, "window height and width"},
