@@ -22,6 +22,7 @@
 #include "core/exec/executor.h"
 #include "core/graph/graph.h"
 #include "core/plan/program.h"
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
 
 namespace devmap {
@@ -69,7 +70,7 @@ struct OpFixture {
     size_t ws = kernel->workspace_bytes(node, batch);
     workspace.resize(static_cast<int64_t>(ws / 4 + 1));
     pool = std::make_unique<ThreadPool>(threads);
-    set_cpu_threads(threads);
+    cpu::pin_blas_to_one_thread();
     ctx.pool = pool.get();
     ctx.workspace = workspace.data();
     ctx.workspace_bytes = ws;
@@ -310,7 +311,7 @@ void report_ops(benchmark::State& state, int64_t batch) {
 
 void BM_TrainStep(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  set_cpu_threads(threads);
+  cpu::pin_blas_to_one_thread();
   const Graph g = reference_cnn();
   TimedFactory factory;
   OptimizerConfig opt;
@@ -338,7 +339,7 @@ void BM_TrainStep(benchmark::State& state) {
 void BM_Predict(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   constexpr int64_t kPredictBatch = 1000;
-  set_cpu_threads(threads);
+  cpu::pin_blas_to_one_thread();
   const Graph g = reference_cnn();
   TimedFactory factory;
   Executor ex(g, build_inference_program(g, {g.find("logits")}), factory, OptimizerConfig{}, threads, 1);

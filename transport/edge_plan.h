@@ -9,16 +9,13 @@
 #include <vector>
 
 #include "core/plan/partition.h"
+#include "core/plan/slot_ring.h"
 #include "transport/run_names.h"
 #include "transport/shm_channel.h"
 
 namespace devmap {
 
 constexpr uint32_t kEdgeSlots = 2;  // the producer may run one step ahead of its consumers
-
-inline uint64_t edge_slot_bytes(const Edge& e, int64_t max_batch) {
-  return (static_cast<uint64_t>(e.bytes(max_batch)) + 63) / 64 * 64;
-}
 
 // The edges `device` produces or consumes (all edges when device is empty);
 // `slots`: each edge's ring depth by edge id (empty: kEdgeSlots each).
@@ -30,8 +27,8 @@ inline std::vector<ChannelEdge> channel_edges(const Partition& p, const std::str
     for (const std::string& c : e.consumers) touches = touches || c == device;
     if (!touches) continue;
     const uint32_t depth = slots.empty() ? kEdgeSlots : static_cast<uint32_t>(slots.at(static_cast<size_t>(e.id)));
-    out.push_back(
-        {e.id, edge_segment_name(run_prefix, e.id), edge_slot_bytes(e, max_batch), depth, e.producer, e.consumers});
+    out.push_back({e.id, edge_segment_name(run_prefix, e.id),
+                   edge_slot_bytes(static_cast<uint64_t>(e.bytes(max_batch))), depth, e.producer, e.consumers});
   }
   return out;
 }

@@ -41,7 +41,7 @@ ShmChannel::ShmChannel(zmq::context_t& ctx, std::string device, const std::map<s
   ::chmod(mine.c_str(), 0600);
   for (const ChannelEdge& e : edges) {
     auto st = std::make_unique<EdgeState>(e, ShmSegment::open(e.segment));
-    if (st->segment.size() < e.slot_bytes * e.slots)
+    if (st->segment.size() < e.ring_bytes())
       throw_runtime("segment " + e.segment + " is smaller than its ring of " + std::to_string(e.slots) + " slots");
     st->producing = e.producer == device_;
     st->outstanding.assign(e.slots, 0);
@@ -62,8 +62,7 @@ ShmChannel::~ShmChannel() = default;
 
 std::vector<ShmChannel::Region> ShmChannel::regions() const {
   std::vector<Region> out;
-  for (const auto& [id, st] : edges_)
-    out.push_back({id, st->segment.data(), st->edge.slot_bytes * st->edge.slots, st->producing});
+  for (const auto& [id, st] : edges_) out.push_back({id, st->segment.data(), st->edge.ring_bytes(), st->producing});
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include <zmq.hpp>
 
 #include "core/exec/channel.h"
+#include "core/plan/slot_ring.h"
 #include "transport/shm_segment.h"
 #include "transport/wire.h"
 
@@ -26,11 +27,13 @@ namespace devmap {
 
 struct ChannelEdge {
   int id = 0;
-  std::string segment;  // shared-memory name of its slot ring
-  uint64_t slot_bytes = 0;
+  std::string segment;      // shared-memory name of its slot ring
+  uint64_t slot_bytes = 0;  // edge_slot_bytes of its tensor at the largest batch
   uint32_t slots = 2;
   std::string producer;
   std::vector<std::string> consumers;
+
+  uint64_t ring_bytes() const { return slot_ring_bytes(slot_bytes, slots); }
 };
 
 struct ChannelStats {

@@ -23,6 +23,7 @@
 #include "core/exec/executor.h"
 #include "core/exec/host_memory.h"
 #include "core/exec/worker_plan.h"
+#include "core/plan/device_budget.h"
 #include "core/plan/memory_plan.h"
 #include "transport/control_channel.h"
 #include "transport/edge_plan.h"
@@ -287,32 +288,76 @@ class Worker {
 
   std::string step(const wire::Step& s) {
     if (s.flags & wire::kUpdateOnly) return update_only(s);
+    check_step(s);
+    inject_test_faults(s);
+    const bool train = (s.flags & wire::kTrain) != 0;
+    const bool update = train && (s.flags & wire::kNoUpdate) == 0;
+    const bool traced = (s.flags & wire::kTrace) != 0;
+    if (traced) start_trace();
+    auto t0 = std::chrono::steady_clock::now();
+    // Statistics describe the step's update: taken on its last micro-batch.
+    const bool stats = (s.flags & wire::kParamStats) != 0 && update;
+    const std::vector<std::vector<float>> before = stats ? read_parameters() : std::vector<std::vector<float>>{};
+    wire::StepDone done{};
+    done.step = s.step;
+    std::vector<wire::MicroResult> micro = run_passes(s, done);
+    if (update) exec_->apply_optimizer(s.step + 1);
+    const auto t1 = std::chrono::steady_clock::now();
+    done.compute_seconds = std::chrono::duration<double>(t1 - t0).count();
+    done.wait_seconds = exec_->take_wait_seconds();
+    const std::vector<wire::ParamStat> param_stats = stats ? parameter_stats(before) : std::vector<wire::ParamStat>{};
+    if (train) micro.clear();  // a step reports its loss; only rounds of batches report each one
+    if (traced) finish_trace(s.step, t0, t1);
+    return wire::encode_step_done(done, param_stats, micro, traced ? &trace_.events() : nullptr);
+  }
+
+ private:
+  // Throws when a STEP names a slot, batch or micro-batch count outside the plan.
+  void check_step(const wire::Step& s) const {
     const uint32_t count = std::max<uint32_t>(s.micro_batches, 1);
     const uint32_t input_slots = plan_.layout.slots, output_slots = output_segment_ ? plan_.output_layout.slots : 0;
     if (s.slot >= input_slots || (output_segment_ && s.slot >= output_slots) || s.batch < 1 ||
         s.batch > plan_.max_batch || count > input_slots || static_cast<int>(count) > plan_.micro_batches)
       throw_runtime("STEP out of range: slot " + std::to_string(s.slot) + ", batch " + std::to_string(s.batch) + ", " +
                     std::to_string(count) + " micro-batches");
+  }
+
+  // The failure or hang the tests ask for at a training step
+  // (DEVMAP_TEST_FAIL_AT_STEP, DEVMAP_TEST_HANG_AT_STEP).
+  void inject_test_faults(const wire::Step& s) const {
     if (fail_at_step_ >= 0 && s.step == fail_at_step_ && (s.flags & wire::kTrain))
       throw_runtime("injected failure at step " + std::to_string(s.step) + " (DEVMAP_TEST_FAIL_AT_STEP)");
     if (hang_at_step_ >= 0 && s.step == hang_at_step_ && (s.flags & wire::kTrain))
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-    const bool train = (s.flags & wire::kTrain) != 0;
-    const bool update = train && (s.flags & wire::kNoUpdate) == 0;
-    const bool traced = (s.flags & wire::kTrace) != 0;
-    if (traced) {
-      if (trace_.capacity() == 0) trace_.reserve(size_t{1} << 14);  // once: no growth in steps like this one
-      trace_.clear();
-      exec_->set_trace(&trace_);
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::vector<float>> before;
-    // Statistics describe the step's update: taken on its last micro-batch.
-    const bool stats = (s.flags & wire::kParamStats) != 0 && update;
-    if (stats)
-      for (const Parameter& p : exec_->parameters()) exec_->read_parameter(p, before.emplace_back());
-    wire::StepDone done{};
-    done.step = s.step;
+  }
+
+  void start_trace() {
+    if (trace_.capacity() == 0) trace_.reserve(size_t{1} << 14);  // once: no growth in steps like this one
+    trace_.clear();
+    exec_->set_trace(&trace_);
+  }
+
+  // Stops tracing; the step's slice ends where its work ends (as
+  // compute_seconds does).
+  void finish_trace(int64_t step, std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1) {
+    exec_->set_trace(nullptr);
+    auto ns = [](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    };
+    trace_.add(TraceEvent{ns(t0), ns(t1), step, -1, -1, TraceKind::kStep});
+  }
+
+  // Every parameter's value, in exec_->parameters() order.
+  std::vector<std::vector<float>> read_parameters() {
+    std::vector<std::vector<float>> values;
+    for (const Parameter& p : exec_->parameters()) exec_->read_parameter(p, values.emplace_back());
+    return values;
+  }
+
+  // The step's forward and backward passes (one batch, or a round of
+  // micro-batches), handing gradients out as they are final when the STEP
+  // asks for it. Returns the round's per-micro-batch results.
+  std::vector<wire::MicroResult> run_passes(const wire::Step& s, wire::StepDone& done) {
     std::vector<wire::MicroResult> micro;
     // A device without trained parameters has no gradients mapped, and none to send.
     const bool send_gradients = (s.flags & wire::kSendGradients) != 0 && gradients_;
@@ -333,45 +378,35 @@ class Worker {
       exec_->set_after_instruction(nullptr);
       gradients_->end();
     }
-    if (update) exec_->apply_optimizer(s.step + 1);
-    const auto t1 = std::chrono::steady_clock::now();
-    done.compute_seconds = std::chrono::duration<double>(t1 - t0).count();
-    done.wait_seconds = exec_->take_wait_seconds();
-    std::vector<wire::ParamStat> param_stats;
-    if (stats) {
-      auto& params = exec_->parameters();
-      std::vector<float> value, grad;
-      for (size_t i = 0; i < params.size(); ++i) {
-        const Parameter& p = params[i];
-        if (!p.spec.trained) continue;  // op state: not updated by the optimizer
-        int64_t n = p.spec.shape.numel();
-        exec_->read_parameter(p, value, &grad);
-        wire::ParamStat st{};
-        wire::copy_name(st.name, p.name);
-        st.grad_norm = static_cast<float>(l2_norm(grad.data(), n));
-        double d = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          double diff = static_cast<double>(value[static_cast<size_t>(j)]) - before[i][static_cast<size_t>(j)];
-          d += diff * diff;
-        }
-        st.update_norm = static_cast<float>(std::sqrt(d));
-        st.value_norm = static_cast<float>(l2_norm(value.data(), n));
-        param_stats.push_back(st);
-      }
-    }
-    if (train) micro.clear();  // a step reports its loss; only rounds of batches report each one
-    if (traced) {
-      exec_->set_trace(nullptr);
-      // The step's slice ends where its work ends (as compute_seconds does).
-      auto ns = [](std::chrono::steady_clock::time_point t) {
-        return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-      };
-      trace_.add(TraceEvent{ns(t0), ns(t1), s.step, -1, -1, TraceKind::kStep});
-    }
-    return wire::encode_step_done(done, param_stats, micro, traced ? &trace_.events() : nullptr);
+    return micro;
   }
 
- private:
+  // The norms of each trained parameter's gradient, update (against
+  // `before`, read_parameters() before the step) and value.
+  std::vector<wire::ParamStat> parameter_stats(const std::vector<std::vector<float>>& before) {
+    std::vector<wire::ParamStat> param_stats;
+    auto& params = exec_->parameters();
+    std::vector<float> value, grad;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Parameter& p = params[i];
+      if (!p.spec.trained) continue;  // op state: not updated by the optimizer
+      int64_t n = p.spec.shape.numel();
+      exec_->read_parameter(p, value, &grad);
+      wire::ParamStat st{};
+      wire::copy_name(st.name, p.name);
+      st.grad_norm = static_cast<float>(l2_norm(grad.data(), n));
+      double d = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        double diff = static_cast<double>(value[static_cast<size_t>(j)]) - before[i][static_cast<size_t>(j)];
+        d += diff * diff;
+      }
+      st.update_norm = static_cast<float>(std::sqrt(d));
+      st.value_norm = static_cast<float>(l2_norm(value.data(), n));
+      param_stats.push_back(st);
+    }
+    return param_stats;
+  }
+
   // Binds the input ops (and the output ops computed here) of the current
   // buffer set to input slot `slot` and output slot `out_slot`.
   void bind_slots(uint32_t slot, uint32_t out_slot) {

@@ -11,8 +11,10 @@ int main(int argc, char** argv) {
   rt.program = "worker_cpu";
   rt.device_kind = "cpu";
   rt.kernels = &kernels;
-  rt.set_threads = [](int threads) {
-    devmap::set_cpu_threads(threads);
+  rt.set_threads = [](int /*threads*/) {
+    // The executor's ThreadPool sizes itself; OpenBLAS computes in the
+    // calling thread so its threads do not compete with the pool's.
+    devmap::cpu::pin_blas_to_one_thread();
     devmap::cpu::warm_up_gemms();  // before the first step, once the plan has come
   };
   rt.describe = [] {

@@ -48,7 +48,7 @@ Config single_device(const Config& config, const std::string& device, int64_t ba
                      int64_t micro_batches = 1) {
   Config c = config;
   for (int i = 0; i < c.graph.size(); ++i)
-    if (!is_fed(c.graph.node(i))) c.graph.node(i).device = device;
+    if (!c.graph.node(i).schema->fed_by_coordinator()) c.graph.node(i).device = device;
   for (DeviceSpec& d : c.devices)
     if (d.name == device) d.memory_limit = 0;
   c.train.batch_size = batch * micro_batches;
@@ -256,7 +256,8 @@ struct Calibration {
     for (int64_t batch : batches) {
       bool cached = !cal.force && cache.optimizer(key, optimizer).has_value();
       for (int i = 0; i < config.graph.size() && cached; ++i)
-        if (!is_fed(config.graph.node(i)) && !cache.op(key, op_signature(config.graph, i), batch)) cached = false;
+        if (!config.graph.node(i).schema->fed_by_coordinator() && !cache.op(key, op_signature(config.graph, i), batch))
+          cached = false;
       if (!cached) todo.push_back(batch);
     }
     return todo;
@@ -295,7 +296,7 @@ struct Calibration {
     const Graph& g = config.graph;
     int64_t written = 0;
     for (int i = 0; i < g.size(); ++i) {
-      if (is_fed(g.node(i))) continue;
+      if (g.node(i).schema->fed_by_coordinator()) continue;
       const auto f = t.forward.find(i), b = t.backward.find(i);
       cache.put_op(key, op_signature(g, i), batch,
                    OpSeconds{f == t.forward.end() ? 0.0 : median_of(f->second),
@@ -438,7 +439,7 @@ int run_calibrate(const Config& config, const RunOptions& options, const Calibra
     for (int64_t batch : batches) {
       double forward = 0, backward = 0;
       for (int i = 0; i < config.graph.size(); ++i)
-        if (!is_fed(config.graph.node(i)))
+        if (!config.graph.node(i).schema->fed_by_coordinator())
           if (auto s = cache.op(key, op_signature(config.graph, i), batch)) {
             forward += s->forward;
             backward += s->backward;

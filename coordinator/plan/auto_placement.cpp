@@ -77,7 +77,8 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
   r.graph = &graph;
   r.training = training;
   if (!training) r.outputs.push_back(prediction_node(graph, config.path));
-  for (const Node& n : graph.nodes()) r.pins.push_back(is_fed(n) || n.device == kAutoDevice ? "" : n.device);
+  for (const Node& n : graph.nodes())
+    r.pins.push_back(n.schema->fed_by_coordinator() || n.device == kAutoDevice ? "" : n.device);
   // Devices, their rates and the links between them: measured where the
   // calibration cache has them.
   const CalibrationCache cache = CalibrationCache::load(calibration_path(options));

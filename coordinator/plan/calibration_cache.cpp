@@ -121,7 +121,7 @@ std::string op_signature(const Graph& graph, int node) {
   s += ")";
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const Node& in = graph.node(n.inputs[i]);
-    const bool data = in.schema->role == OpRole::kImageInput || in.schema->role == OpRole::kLabelInput;
+    const bool data = in.schema->fed_by_coordinator();
     s += (i ? " " : " in ") + n.input_shapes[i].to_string() + (data ? "d" : "");
   }
   return s + " out " + n.out_shape.to_string();

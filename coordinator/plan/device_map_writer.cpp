@@ -39,7 +39,7 @@ std::string config_with_device_map(const EmittedMap& m) {
   device_map["default"] = default_device;
   YAML::Node place(YAML::NodeType::Map);
   for (const Node& n : g.nodes())
-    if (!n.device.empty() && n.device != default_device && n.schema->num_inputs > 0) place[n.name] = n.device;
+    if (!n.device.empty() && n.device != default_device && !n.schema->fed_by_coordinator()) place[n.name] = n.device;
   if (place.size() > 0) device_map["place"] = place;
   root["device_map"] = device_map;
   if (root["model"] && root["model"]["ops"]) drop_devices(root["model"]["ops"]);

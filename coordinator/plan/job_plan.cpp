@@ -7,7 +7,7 @@ namespace devmap {
 std::vector<int> external_ops(const Graph& graph, const std::vector<int>& outputs) {
   std::vector<int> ext = outputs;
   for (int i = 0; i < graph.size(); ++i)
-    if (graph.node(i).schema->num_inputs == 0) ext.push_back(i);
+    if (graph.node(i).schema->fed_by_coordinator()) ext.push_back(i);
   return ext;
 }
 

@@ -49,13 +49,13 @@ std::string placement_dot(const PlacementPicture& p) {
     out += "  subgraph cluster_" + std::to_string(d) + " {\n    label=" + dot_string(label) +
            ";\n    style=rounded; color=gray40;\n";
     for (int i = 0; i < g.size(); ++i)
-      if (!is_fed(g.node(i)) && g.node(i).device == name)
+      if (!g.node(i).schema->fed_by_coordinator() && g.node(i).device == name)
         out += "    " + dot_string(g.node(i).name) + " [label=" + dot_string(g.node(i).name + "\\n" + g.node(i).op()) +
                "];\n";
     out += "  }\n";
   }
   for (int i = 0; i < g.size(); ++i)
-    if (is_fed(g.node(i))) out += "  " + dot_string(g.node(i).name) + " [shape=ellipse];\n";
+    if (g.node(i).schema->fed_by_coordinator()) out += "  " + dot_string(g.node(i).name) + " [shape=ellipse];\n";
   // Bytes per step of each tensor that crosses devices (forward, and its
   // gradient back when trained), by (producer op, consumer device).
   std::map<std::pair<std::string, std::string>, int64_t> forward_bytes, gradient_bytes;
@@ -72,7 +72,7 @@ std::string placement_dot(const PlacementPicture& p) {
     const Node& n = g.node(i);
     for (int in : n.inputs) {
       const Node& src = g.node(in);
-      const bool cut = !is_fed(src) && src.device != n.device;
+      const bool cut = !src.schema->fed_by_coordinator() && src.device != n.device;
       out += "  " + dot_string(src.name) + " -> " + dot_string(n.name);
       if (cut) {
         std::string label = format_bytes(static_cast<uint64_t>(forward_bytes[{src.name, n.device}]));

@@ -22,7 +22,7 @@ int64_t shared_memory_free(const std::string& dir) {
 
 uint64_t edge_ring_bytes(const Partition& partition, int64_t max_batch, const std::vector<int>& slots) {
   uint64_t total = 0;
-  for (const ChannelEdge& e : channel_edges(partition, "", max_batch, "", slots)) total += e.slot_bytes * e.slots;
+  for (const ChannelEdge& e : channel_edges(partition, "", max_batch, "", slots)) total += e.ring_bytes();
   return total;
 }
 

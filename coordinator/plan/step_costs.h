@@ -49,11 +49,6 @@ constexpr double kEstimatedShareOfFmaPeak = 0.5;
 constexpr double kEstimatedHandoffLatency = 30e-6;
 constexpr double kEstimatedHandoffBytesPerSecond = 5e9;
 
-// A fed op (input, labels): the coordinator writes it, no device runs it.
-inline bool is_fed(const Node& n) {
-  return n.schema->role == OpRole::kImageInput || n.schema->role == OpRole::kLabelInput;
-}
-
 // device_key() when the device's worker can run here (for a GPU,
 // `worker_gpu --probe` finds a usable one); otherwise nullopt, with the
 // reason in `why`.

@@ -36,7 +36,7 @@ void log_placement(const Config& config, const Partition& partition, int64_t bat
   const Graph& g = config.graph;
   os << "placement:\n";
   for (const Node& n : g.nodes()) {
-    if (n.schema->num_inputs == 0) {
+    if (n.schema->fed_by_coordinator()) {
       std::string readers;
       for (const DeviceProgram& p : partition.programs)
         if (p.uses_tensor[static_cast<size_t>(g.find(n.name))]) readers += (readers.empty() ? "" : ", ") + p.device;
@@ -94,7 +94,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, S
   for (const ChannelEdge& e : edges) {
     bool touches = here(e.producer);
     for (const std::string& c : e.consumers) touches = touches || here(c);
-    if (touches) edge_segments_.push_back(ShmSegment::create(e.segment, e.slot_bytes * e.slots));
+    if (touches) edge_segments_.push_back(ShmSegment::create(e.segment, e.ring_bytes()));
   }
   if (hosts) relay_ = hosts->relay(edges, data_endpoints(plan_.partition, run_.directory()));
 

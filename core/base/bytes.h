@@ -1,3 +1,5 @@
+// Byte-level helpers. round_up_to_cache_line: the size every buffer,
+// ring slot and staging area is rounded to, so each starts on a cache line.
 // ByteWriter / ByteReader: little-endian encoding of plain values and
 // length-prefixed strings, for messages between processes. The reader
 // checks every length against what is left and throws devmap::Error
@@ -13,6 +15,13 @@
 #include "core/base/error.h"
 
 namespace devmap {
+
+inline constexpr uint64_t kCacheLineBytes = 64;
+
+// `bytes` rounded up to a whole number of cache lines.
+inline constexpr uint64_t round_up_to_cache_line(uint64_t bytes) {
+  return (bytes + kCacheLineBytes - 1) / kCacheLineBytes * kCacheLineBytes;
+}
 
 class ByteWriter {
  public:

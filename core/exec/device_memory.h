@@ -20,6 +20,7 @@
 
 #include "core/exec/device_timer.h"
 #include "core/graph/tensor.h"
+#include "core/plan/device_budget.h"
 
 namespace devmap {
 
@@ -36,7 +37,7 @@ class DeviceMemory {
   // Whether the CPU may read and write this memory directly.
   virtual bool host_accessible() const = 0;
 
-  // `bytes` (rounded up to 64) of zeroed memory for `what` ("conv1 output",
+  // `bytes` (charged_bytes: rounded up to a cache line) of zeroed memory for `what` ("conv1 output",
   // "workspace"). Throws devmap::Error (kRuntime) naming the device, `what`,
   // the bytes asked for, those in use and the limit when the limit would be
   // exceeded.
@@ -111,21 +112,5 @@ class DeviceBuffer {
   int64_t count_ = 0;
   size_t bytes_ = 0;
 };
-
-// The memory a device's math libraries hold for the whole run, taken from
-// the device's budget when its DeviceMemory starts, before any tensor:
-// cuBLAS's one fixed workspace on a device the host cannot address (a GPU:
-// kernels/cuda's CudaMemory allocates it and hands it to cuBLAS; NVIDIA
-// recommends 32 MiB on Hopper), nothing on the CPU (OpenBLAS needs none).
-// The memory plan counts the same figure (core/plan/memory_plan.cpp).
-inline constexpr uint64_t kGpuLibraryWorkspaceBytes = uint64_t{32} << 20;
-inline uint64_t library_workspace_bytes(bool host_accessible) {
-  return host_accessible ? 0 : kGpuLibraryWorkspaceBytes;
-}
-
-// Bytes that allocate(bytes) charges against the limit.
-inline uint64_t charged_bytes(uint64_t bytes) {
-  return (bytes + 63) / 64 * 64;
-}
 
 }  // namespace devmap

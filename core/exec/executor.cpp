@@ -158,8 +158,7 @@ void Executor::reserve(int64_t max_batch, int sets) {
   for (int node = 0; node < graph_.size() && !host_; ++node) {
     auto i = static_cast<size_t>(node);
     if (!external_[i] || !uses_[i]) continue;
-    OpRole role = graph_.node(node).schema->role;
-    (role == OpRole::kImageInput || role == OpRole::kLabelInput ? staged_inputs_ : staged_outputs_).push_back(node);
+    (graph_.node(node).schema->fed_by_coordinator() ? staged_inputs_ : staged_outputs_).push_back(node);
   }
 }
 
@@ -325,71 +324,89 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
       continue;
     }
     running_.store(static_cast<int64_t>(ins.kind) << 32 | static_cast<uint32_t>(ins.node), std::memory_order_relaxed);
-    auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    const int64_t trace_t0 = trace_ ? trace_now_ns() : 0;
-    const bool device_timed = profiling_ && timer_ && ins.kind != InstrKind::kSend && ins.kind != InstrKind::kRecv;
-    const int interval = device_timed ? timer_->start() : -1;
-    // On a host device a tensor that leaves it is written straight into a slot.
-    for (int t : ins.out) {
-      if (!host_ || t < 0 || ins.kind == InstrKind::kRecv) continue;
-      int e = edge_of_[static_cast<size_t>(t)];
-      if (e >= 0) {
-        const auto w0 = std::chrono::steady_clock::now();
-        bound_[static_cast<size_t>(t)] =
-            channel_->acquire(e, info.step, tensor_shape(t, batch).numel() * 4, info.micro);
-        const auto w1 = std::chrono::steady_clock::now();
-        wait_seconds_ += std::chrono::duration<double>(w1 - w0).count();
-        if (trace_) trace_slot_wait(w0, w1, e, info);
-      }
-    }
+    const InstrTiming timing = start_timing(ins);
+    if (host_) bind_outgoing_slots(ins, batch, info);
     switch (ins.kind) {
       case InstrKind::kForward: run_kernel_forward(ins, batch, ctx, info.continues_step, inputs, params); break;
       case InstrKind::kBackward: run_kernel_backward(ins, batch, ctx, accumulate); break;
-      case InstrKind::kSumGrads: {
-        TensorView out = view(ins.out[0], batch);
-        parts_.clear();
-        for (int t : ins.in) parts_.push_back(view(t, batch).data);
-        memory_->sum(out.data, parts_, out.numel(), *pool_);
-        break;
-      }
-      case InstrKind::kSend: {
-        if (!host_) {  // copy the staged tensor into a slot, then signal
-          int t = ins.in[0];
-          size_t bytes = tensor_shape(t, batch).numel() * sizeof(float);
-          const auto w0 = std::chrono::steady_clock::now();
-          float* slot = channel_->acquire(ins.node, info.step, bytes, info.micro);
-          const auto w1 = std::chrono::steady_clock::now();
-          wait_seconds_ += std::chrono::duration<double>(w1 - w0).count();
-          if (trace_) trace_slot_wait(w0, w1, ins.node, info);
-          memory_->copy_to_host(slot, buffers_[static_cast<size_t>(t)].data(), bytes);
-        }
-        channel_->send(ins.node, info.step, info.micro);
-        break;
-      }
-      case InstrKind::kRecv: {
-        int t = ins.out[0];
-        const auto w0 = std::chrono::steady_clock::now();
-        float* slot = channel_->receive(ins.node, info.step, info.micro);
-        wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-        if (host_)
-          bound_[static_cast<size_t>(t)] = slot;
-        else
-          memory_->copy_from_host(buffers_[static_cast<size_t>(t)].data(), slot,
-                                  tensor_shape(t, batch).numel() * sizeof(float));
-        break;
-      }
+      case InstrKind::kSumGrads: sum_grads(ins, batch); break;
+      case InstrKind::kSend: send_edge(ins, batch, info); break;
+      case InstrKind::kRecv: receive_edge(ins, batch, info); break;
     }
-    if (interval >= 0) timer_->stop(interval);
-    if (trace_)
-      trace_->add(TraceEvent{trace_t0, trace_now_ns(), info.step, info.micro, ins.node, trace_kind(ins.kind)});
-    if (profiling_)
-      timed_.push_back(
-          Timed{&ins, interval, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+    finish_timing(ins, timing, info);
     if (after_instruction_) after_instruction_(ins);
     finished_.fetch_add(1, std::memory_order_relaxed);
   }
   running_.store(-1, std::memory_order_relaxed);
   if (profiling_) record_pass(batch);
+}
+
+Executor::InstrTiming Executor::start_timing(const Instr& ins) {
+  InstrTiming t;
+  if (profiling_) t.host_start = std::chrono::steady_clock::now();
+  t.trace_start_ns = trace_ ? trace_now_ns() : 0;
+  const bool device_timed = profiling_ && timer_ && ins.kind != InstrKind::kSend && ins.kind != InstrKind::kRecv;
+  t.interval = device_timed ? timer_->start() : -1;
+  return t;
+}
+
+void Executor::finish_timing(const Instr& ins, const InstrTiming& t, const StepInfo& info) {
+  if (t.interval >= 0) timer_->stop(t.interval);
+  if (trace_)
+    trace_->add(TraceEvent{t.trace_start_ns, trace_now_ns(), info.step, info.micro, ins.node, trace_kind(ins.kind)});
+  if (profiling_)
+    timed_.push_back(Timed{&ins, t.interval,
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t.host_start).count()});
+}
+
+template <typename Wait>
+float* Executor::timed_wait(int edge, const StepInfo& info, bool traced, Wait&& wait) {
+  const auto w0 = std::chrono::steady_clock::now();
+  float* slot = wait();
+  const auto w1 = std::chrono::steady_clock::now();
+  wait_seconds_ += std::chrono::duration<double>(w1 - w0).count();
+  if (traced && trace_) trace_slot_wait(w0, w1, edge, info);
+  return slot;
+}
+
+void Executor::bind_outgoing_slots(const Instr& ins, int64_t batch, const StepInfo& info) {
+  if (ins.kind == InstrKind::kRecv) return;
+  for (int t : ins.out) {
+    if (t < 0) continue;
+    const int e = edge_of_[static_cast<size_t>(t)];
+    if (e < 0) continue;
+    const size_t bytes = tensor_shape(t, batch).numel() * 4;
+    bound_[static_cast<size_t>(t)] =
+        timed_wait(e, info, true, [&] { return channel_->acquire(e, info.step, bytes, info.micro); });
+  }
+}
+
+void Executor::sum_grads(const Instr& ins, int64_t batch) {
+  TensorView out = view(ins.out[0], batch);
+  parts_.clear();
+  for (int t : ins.in) parts_.push_back(view(t, batch).data);
+  memory_->sum(out.data, parts_, out.numel(), *pool_);
+}
+
+void Executor::send_edge(const Instr& ins, int64_t batch, const StepInfo& info) {
+  if (!host_) {  // copy the staged tensor into a slot, then signal
+    const int t = ins.in[0];
+    const size_t bytes = tensor_shape(t, batch).numel() * sizeof(float);
+    float* slot =
+        timed_wait(ins.node, info, true, [&] { return channel_->acquire(ins.node, info.step, bytes, info.micro); });
+    memory_->copy_to_host(slot, buffers_[static_cast<size_t>(t)].data(), bytes);
+  }
+  channel_->send(ins.node, info.step, info.micro);
+}
+
+void Executor::receive_edge(const Instr& ins, int64_t batch, const StepInfo& info) {
+  const int t = ins.out[0];
+  float* slot = timed_wait(ins.node, info, false, [&] { return channel_->receive(ins.node, info.step, info.micro); });
+  if (host_)
+    bound_[static_cast<size_t>(t)] = slot;
+  else
+    memory_->copy_from_host(buffers_[static_cast<size_t>(t)].data(), slot,
+                            tensor_shape(t, batch).numel() * sizeof(float));
 }
 
 void Executor::record_pass(int64_t batch) {

@@ -191,6 +191,31 @@ class Executor {
   void run_kernel_forward(const Instr& ins, int64_t batch, KernelContext& ctx, bool continues_step,
                           std::vector<TensorView>& inputs, std::vector<TensorView>& params);
   void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
+  // ins.out[0] = the sum of the gradient partials ins.in.
+  void sum_grads(const Instr& ins, int64_t batch);
+  // Hands edge ins.node's tensor to the channel (a device the host cannot
+  // address first copies it into a slot).
+  void send_edge(const Instr& ins, int64_t batch, const StepInfo& info);
+  // Waits for edge ins.node's tensor: a host device reads it in its slot,
+  // another copies it into its buffer.
+  void receive_edge(const Instr& ins, int64_t batch, const StepInfo& info);
+  // On a host device: binds each tensor of `ins` that leaves the device
+  // to a slot of its edge, which the instruction then writes directly.
+  void bind_outgoing_slots(const Instr& ins, int64_t batch, const StepInfo& info);
+  // Calls `wait` (a channel call that blocks: acquire or receive), adds the
+  // time it blocked to wait_seconds_ and, with `traced`, a slot-wait trace
+  // event on `edge`. Returns its slot.
+  template <typename Wait>
+  float* timed_wait(int edge, const StepInfo& info, bool traced, Wait&& wait);
+  // An instruction's clocks (--profile and --trace), started before it runs
+  // and recorded after.
+  struct InstrTiming {
+    std::chrono::steady_clock::time_point host_start{};
+    int64_t trace_start_ns = 0;
+    int interval = -1;  // timer_'s, or -1
+  };
+  InstrTiming start_timing(const Instr& ins);
+  void finish_timing(const Instr& ins, const InstrTiming& timing, const StepInfo& info);
   // Whether a pass of `batch` samples calls `node`'s kernel once per
   // gradient chunk (set_gradient_chunk).
   bool runs_by_chunk(const Node& node, int64_t batch, bool training) const;

@@ -88,7 +88,7 @@ InputLayout get_layout(ByteReader& r) {
 InputLayout InputLayout::for_graph(const Graph& graph, int64_t max_batch, uint32_t slots) {
   std::vector<int> inputs;
   for (int i = 0; i < graph.size(); ++i)
-    if (graph.node(i).schema->num_inputs == 0) inputs.push_back(i);
+    if (graph.node(i).schema->fed_by_coordinator()) inputs.push_back(i);
   return for_nodes(graph, inputs, max_batch, slots);
 }
 
@@ -101,7 +101,7 @@ InputLayout InputLayout::for_nodes(const Graph& graph, const std::vector<int>& n
     l.input_nodes.push_back(i);
     l.input_offsets.push_back(off);
     uint64_t bytes = static_cast<uint64_t>(graph.node(i).out_shape_for(max_batch).numel()) * sizeof(float);
-    off += (bytes + 63) / 64 * 64;
+    off += round_up_to_cache_line(bytes);
   }
   l.slot_bytes = off;
   return l;
@@ -223,7 +223,7 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
   for (int o : p.outputs)
     if (o < 0 || o >= p.graph.size()) throw_runtime("malformed worker plan: bad output index");
   for (int n : p.layout.input_nodes)
-    if (n < 0 || n >= p.graph.size() || p.graph.node(n).schema->num_inputs != 0)
+    if (n < 0 || n >= p.graph.size() || !p.graph.node(n).schema->fed_by_coordinator())
       throw_runtime("malformed worker plan: bad input node");
   for (int n : p.output_layout.input_nodes)
     if (n < 0 || n >= p.graph.size()) throw_runtime("malformed worker plan: bad output node");

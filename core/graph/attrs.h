@@ -11,8 +11,6 @@ namespace devmap {
 
 enum class AttrType { kInt, kFloat, kString, kIntList, kBool };
 
-const char* attr_type_name(AttrType t);
-
 using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, bool>;
 
 // What an op accepts: the config loader checks types, ranges and required

@@ -91,11 +91,16 @@ struct OpSchema {
   bool has_state = false;
 
   // The device kinds with a kernel for this op (fed ops: those whose workers
-  // feed it). Each kernel factory's supports() agrees with it (tested), and
-  // placement refuses an op on a device of a kind it lacks.
-  std::vector<DeviceKind> device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
+  // feed it), declared by every schema (tested: none is empty). Each kernel
+  // factory's supports() agrees with it (tested), and placement refuses an op
+  // on a device of a kind it lacks before any worker starts.
+  std::vector<DeviceKind> device_kinds;
 
   bool batch_reduced() const { return role == OpRole::kLoss || role == OpRole::kMetric; }
+  // An op the coordinator feeds each step (input, labels): it has no inputs
+  // and no kernel; no device computes it, and the tensor it names is written
+  // into a device's staging buffer or an edge ring by the coordinator.
+  bool fed_by_coordinator() const { return role == OpRole::kImageInput || role == OpRole::kLabelInput; }
   bool runs_on(DeviceKind kind) const {
     for (DeviceKind k : device_kinds)
       if (k == kind) return true;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <new>
 
+#include "core/base/bytes.h"
 #include "core/graph/shape.h"
 
 namespace devmap {
@@ -38,8 +39,8 @@ class Buffer {
   explicit Buffer(int64_t count) { resize(count); }
   void resize(int64_t count) {
     count_ = count;
-    size_t bytes = ((static_cast<size_t>(count) * sizeof(float)) + 63) / 64 * 64;
-    data_.reset(bytes ? static_cast<float*>(std::aligned_alloc(64, bytes)) : nullptr);
+    size_t bytes = round_up_to_cache_line(static_cast<uint64_t>(count) * sizeof(float));
+    data_.reset(bytes ? static_cast<float*>(std::aligned_alloc(kCacheLineBytes, bytes)) : nullptr);
     if (bytes) {
       if (!data_) throw std::bad_alloc();
       std::memset(data_.get(), 0, bytes);

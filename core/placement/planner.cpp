@@ -250,7 +250,7 @@ std::string describe_placement(const Graph& graph, const std::vector<std::string
   };
   for (int i = 0; i < graph.size(); ++i) {
     const Node& n = graph.node(i);
-    if (n.schema->num_inputs == 0 || static_cast<size_t>(i) >= placement.size() ||
+    if (n.schema->fed_by_coordinator() || static_cast<size_t>(i) >= placement.size() ||
         placement[static_cast<size_t>(i)].empty())
       continue;
     if (placement[static_cast<size_t>(i)] != device) {

@@ -6,14 +6,10 @@
 
 #include "core/base/error.h"
 #include "core/base/total_order.h"
-#include "core/exec/device_memory.h"
+#include "core/plan/device_budget.h"
 
 namespace devmap {
 namespace {
-
-bool is_fed(const Node& n) {
-  return n.schema->num_inputs == 0;
-}
 
 // The choices for `counts`: one per distinct micro-batch (64 in 5 and in 6
 // parts runs as 13 and 11 samples), every kind for more than one.
@@ -69,7 +65,7 @@ PlacementScorer::PlacementScorer(const PlacementRequest& request) : request_(req
   sink_.assign(static_cast<size_t>(n), false);
   for (int i = 0; i < n; ++i) {
     const Node& node = graph_.node(i);
-    if (is_fed(node)) external_.push_back(i);
+    if (node.schema->fed_by_coordinator()) external_.push_back(i);
     const std::string pin = static_cast<size_t>(i) < request_.pins.size() ? request_.pins[static_cast<size_t>(i)] : "";
     if (!pin.empty()) {
       int d = 0;
@@ -77,7 +73,7 @@ PlacementScorer::PlacementScorer(const PlacementRequest& request) : request_(req
       if (d == nd) throw_invalid("op '" + node.name + "' is pinned to '" + pin + "', which is not a declared device");
       pinned_[static_cast<size_t>(i)] = d;
     }
-    if (!program_.needed[static_cast<size_t>(i)] || is_fed(node)) continue;
+    if (!program_.needed[static_cast<size_t>(i)] || node.schema->fed_by_coordinator()) continue;
     if (node.schema->batch_reduced()) {
       sink_[static_cast<size_t>(i)] = true;
       continue;
@@ -128,7 +124,7 @@ const PlacementScorer::Costs& PlacementScorer::costs_at(int64_t size) {
   c.estimated.assign(static_cast<size_t>(n * nd), false);
   for (int i = 0; i < n; ++i) {
     const Node& node = graph_.node(i);
-    if (is_fed(node) || !program_.needed[static_cast<size_t>(i)]) continue;
+    if (node.schema->fed_by_coordinator() || !program_.needed[static_cast<size_t>(i)]) continue;
     for (int d = 0; d < nd; ++d) {
       const PlannerDevice& dev = request_.devices[static_cast<size_t>(d)];
       for (int pass = 0; pass < (request_.training ? 2 : 1); ++pass) {
@@ -160,7 +156,7 @@ std::vector<int> PlacementScorer::complete(std::vector<int> placement) const {
   for (int i = 0; i < n; ++i) {
     const Node& node = graph_.node(i);
     int& d = placement[static_cast<size_t>(i)];
-    if (is_fed(node)) {
+    if (node.schema->fed_by_coordinator()) {
       d = -1;
       continue;
     }

@@ -79,7 +79,7 @@ class PlacementScorer {
   int pinned_device(int node) const { return pinned_[static_cast<size_t>(node)]; }  // -1: free
   // The program runs the op (sinks included, fed ops not).
   bool computed(int node) const {
-    return program_.needed[static_cast<size_t>(node)] && graph_.node(node).schema->num_inputs > 0;
+    return program_.needed[static_cast<size_t>(node)] && !graph_.node(node).schema->fed_by_coordinator();
   }
   // A full placement (planner device index per node, -1 for fed ops) from
   // one whose compute ops have devices: pins applied, a sink (and any op

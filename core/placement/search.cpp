@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "core/base/total_order.h"
-#include "core/exec/device_memory.h"
+#include "core/plan/device_budget.h"
 
 namespace devmap {
 namespace {

@@ -5,7 +5,8 @@
 
 #include "core/base/error.h"
 #include "core/base/format_bytes.h"
-#include "core/exec/device_memory.h"
+#include "core/plan/device_budget.h"
+#include "core/plan/slot_ring.h"
 #include "core/plan/tensor_allocations.h"
 
 namespace devmap {
@@ -63,7 +64,7 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch) {
     em.bytes = static_cast<uint64_t>(e.bytes(batch));
     const uint64_t slots =
         in.ring_slots.empty() ? in.edge_slots : static_cast<uint64_t>(in.ring_slots.at(static_cast<size_t>(e.id)));
-    em.ring_bytes = charged_bytes(slots * ((em.bytes + 63) / 64 * 64));
+    em.ring_bytes = slot_ring_bytes(edge_slot_bytes(em.bytes), slots);
     plan.edges.push_back(std::move(em));
   }
   std::vector<bool> external(static_cast<size_t>(g.size()), false);

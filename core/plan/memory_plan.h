@@ -69,7 +69,7 @@ struct EdgeMemory {
   std::vector<std::string> consumers;
   Shape shape;              // at the plan's batch
   uint64_t bytes = 0;       // per micro-batch
-  uint64_t ring_bytes = 0;  // its slot ring (kEdgeSlots slots)
+  uint64_t ring_bytes = 0;  // its slot ring (PlanInputs::ring_slots slots, else edge_slots)
 };
 
 struct MemoryPlan {

@@ -10,10 +10,6 @@
 namespace devmap {
 namespace {
 
-bool is_fed(const Graph& g, int node) {
-  return g.node(node).schema->num_inputs == 0;
-}
-
 // The device an instruction runs on.
 const std::string& device_of(const Graph& g, const Instr& ins) {
   return g.node(ins.node).device;
@@ -41,7 +37,7 @@ Partition partition_program(const Graph& g, const Program& p) {
   Partition part;
   std::set<std::string> devices;
   for (int i = 0; i < g.size(); ++i) {
-    if (!p.needed[static_cast<size_t>(i)] || is_fed(g, i)) continue;
+    if (!p.needed[static_cast<size_t>(i)] || g.node(i).schema->fed_by_coordinator()) continue;
     if (g.node(i).device.empty()) throw_invalid("op '" + g.node(i).name + "' has no device");
     devices.insert(g.node(i).device);
   }

@@ -23,7 +23,7 @@ Program forward_program(const Graph& g, const std::vector<int>& targets) {
   p.grad_of.assign(static_cast<size_t>(g.size()), -1);
   for (int i = 0; i < g.size(); ++i) {
     const Node& n = g.node(i);
-    if (!p.needed[static_cast<size_t>(i)] || n.schema->num_inputs == 0) continue;
+    if (!p.needed[static_cast<size_t>(i)] || n.schema->fed_by_coordinator()) continue;
     p.forward.push_back({InstrKind::kForward, i, n.inputs, {i}});
   }
   return p;

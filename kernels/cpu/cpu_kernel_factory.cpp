@@ -8,7 +8,6 @@
 #include "kernels/cpu/add.h"
 #include "kernels/cpu/avg_pool2d.h"
 #include "kernels/cpu/batch_norm.h"
-#include "kernels/cpu/blas.h"
 #include "kernels/cpu/concat.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/dense.h"
@@ -68,7 +67,7 @@ std::unique_ptr<OpKernel> CpuKernelFactory::make_kernel(const std::string& op) c
   auto it = table().find(op);
   if (it != table().end()) return it->second();
   const OpSchema* schema = find_op(op);
-  if (schema != nullptr && (schema->role == OpRole::kImageInput || schema->role == OpRole::kLabelInput))
+  if (schema != nullptr && schema->fed_by_coordinator())
     throw_invalid("op '" + op + "' is fed by the executor and has no cpu kernel");
   std::string known;
   for (const auto& [name, maker] : table()) known += (known.empty() ? "" : ", ") + name;
@@ -87,12 +86,6 @@ std::vector<std::string> CpuKernelFactory::op_names() {
 
 bool CpuKernelFactory::supports(const std::string& op) {
   return table().count(op) != 0;
-}
-
-void set_cpu_threads(int /*threads*/) {
-  // The kernels split their GEMMs over the ThreadPool themselves; OpenBLAS
-  // threads would only compete with the pool for the same cores.
-  cpu::pin_blas_to_one_thread();
 }
 
 }  // namespace devmap

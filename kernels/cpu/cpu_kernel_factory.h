@@ -13,6 +13,13 @@ namespace devmap {
 // executor feeds itself (input, labels) have no kernel. Kernels are stateless
 // between calls and may be shared by nodes of the same op; each reads its
 // sizes from the Node it is called with.
+//
+// All parallelism, GEMMs included, comes from the ThreadPool in
+// KernelContext; OpenBLAS computes in the calling thread
+// (cpu::pin_blas_to_one_thread, kernels/cpu/blas.h) and each kernel hands
+// disjoint GEMMs to the pool's threads. Kernels split their work into parts
+// fixed by the shapes, not by the pool size, so results are
+// bit-reproducible for any pool size (see each kernel's header).
 class CpuKernelFactory : public KernelFactory {
  public:
   // Throws devmap::Error (kInvalidInput) for input/labels and for an op with
@@ -25,14 +32,5 @@ class CpuKernelFactory : public KernelFactory {
   static std::vector<std::string> op_names();
   static bool supports(const std::string& op);
 };
-
-// Prepares the process for CPU kernels running on `threads` threads (call it
-// before running kernels, from one thread). All parallelism, GEMMs included,
-// comes from the ThreadPool in KernelContext, whose size is the thread
-// count; OpenBLAS itself is pinned to one thread (each kernel hands disjoint
-// GEMMs to the pool's threads). Kernels split their work into parts fixed by
-// the shapes, not by the pool size, so results are bit-reproducible for any
-// pool size (see each kernel's header).
-void set_cpu_threads(int threads);
 
 }  // namespace devmap

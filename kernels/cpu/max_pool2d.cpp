@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "core/graph/ops/pool_geometry.h"
 #include "kernels/cpu/cpu_dispatch.h"
 #include "kernels/cpu/parallel.h"
 
@@ -21,22 +22,8 @@ DEVMAP_INLINE bool replaces(float a, float b) {
 
 constexpr int64_t kSegment = 256;  // output columns per backward pass (stack buffers)
 
-struct PoolGeometry {
-  int64_t planes = 0;  // batch * channels
-  int64_t height = 0, width = 0, kernel = 0, stride = 0, padding = 0, out_h = 0, out_w = 0;
-
-  PoolGeometry(const Node& node, int64_t batch) {
-    const Shape& in = node.input_shapes[0];
-    planes = batch * in[0];
-    height = in[1];
-    width = in[2];
-    kernel = node.attrs.get_int("kernel");
-    stride = node.attrs.get_int("stride");
-    if (stride == 0) stride = kernel;
-    padding = node.attrs.get_int("padding");
-    out_h = node.out_shape[1];
-    out_w = node.out_shape[2];
-  }
+struct PoolGeometry : ops::PoolGeometry {
+  PoolGeometry(const Node& node, int64_t batch) : ops::PoolGeometry(ops::pool_geometry(node, batch)) {}
   int64_t in_plane() const { return height * width; }
   int64_t out_plane() const { return out_h * out_w; }
 

@@ -5,7 +5,7 @@
 
 namespace devmap::cuda {
 
-// avg_pool2d has max_pool2d's attributes (kernel, stride 0 = kernel, padding).
+// avg_pool2d has max_pool2d's attributes and geometry (core/graph/ops/pool_geometry.h).
 void AvgPool2dKernel::forward(const ForwardArgs& args) {
   const PoolGeometry g = MaxPool2dKernel::geometry(args.node, args.inputs[0].shape[0]);
   launch_avg_pool_forward(g, args.inputs[0].data, args.output.data, device_.stream());

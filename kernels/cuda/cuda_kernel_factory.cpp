@@ -68,7 +68,7 @@ std::unique_ptr<OpKernel> CudaKernelFactory::make_kernel(const std::string& op) 
   auto it = table().find(op);
   if (it != table().end()) return it->second(*device_, conv_plans_);
   const OpSchema* schema = find_op(op);
-  if (schema != nullptr && (schema->role == OpRole::kImageInput || schema->role == OpRole::kLabelInput))
+  if (schema != nullptr && schema->fed_by_coordinator())
     throw_invalid("op '" + op + "' is fed by the executor and has no gpu kernel");
   std::string known;
   for (const auto& [name, maker] : table()) known += (known.empty() ? "" : ", ") + name;

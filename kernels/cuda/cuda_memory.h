@@ -9,7 +9,7 @@
 // handles and the kernels' code loaded on first use.
 //
 // When it starts it also takes cuBLAS's one workspace from the pool
-// (kGpuLibraryWorkspaceBytes, core/exec/device_memory.h: the figure the memory
+// (kGpuLibraryWorkspaceBytes, core/plan/device_budget.h: the figure the memory
 // plan counts) and hands it to the device's cuBLAS handle for every call,
 // so cuBLAS's choice never depends on the other ops of the device and no
 // library memory lives outside the pool. A worker makes one CudaMemory per

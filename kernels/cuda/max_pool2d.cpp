@@ -1,22 +1,12 @@
 #include "kernels/cuda/max_pool2d.h"
 
+#include "core/graph/ops/pool_geometry.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace devmap::cuda {
 
 PoolGeometry MaxPool2dKernel::geometry(const Node& node, int64_t batch) {
-  const Shape& in = node.input_shapes[0];
-  PoolGeometry g;
-  g.planes = batch * in[0];
-  g.height = in[1];
-  g.width = in[2];
-  g.kernel = node.attrs.get_int("kernel");
-  g.stride = node.attrs.get_int("stride");
-  if (g.stride == 0) g.stride = g.kernel;
-  g.padding = node.attrs.get_int("padding");
-  g.out_h = node.out_shape[1];
-  g.out_w = node.out_shape[2];
-  return g;
+  return ops::pool_geometry(node, batch);
 }
 
 void MaxPool2dKernel::forward(const ForwardArgs& args) {

@@ -7,14 +7,12 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/graph/ops/pool_geometry.h"
 #include "kernels/cuda/host_device.h"
 
 namespace devmap::cuda {
 
-struct PoolGeometry {
-  int64_t planes = 0;  // batch * channels
-  int64_t height = 0, width = 0, kernel = 0, stride = 0, padding = 0, out_h = 0, out_w = 0;
-};
+using PoolGeometry = devmap::ops::PoolGeometry;
 
 namespace pool {
 

@@ -47,6 +47,22 @@ TEST(ConfigSupports, AnOpTheDeviceLacksIsAnErrorAtTheOp) {
                 gpu_ops + "); place it on a cpu device");
 }
 
+TEST(ConfigSupports, EverySchemaDeclaresWhereItRuns) {
+  for (const std::string& op : known_op_names()) EXPECT_FALSE(find_op(op)->device_kinds.empty()) << op;
+}
+
+// The default check asks the schema's device_kinds.
+TEST(ConfigSupports, ASchemaWithoutTheKindIsRefused) {
+  Config c = load_config_text(kSplit, "split.yaml");
+  OpSchema cpu_relu = *find_op("relu");
+  cpu_relu.device_kinds = {DeviceKind::kCpu};
+  c.graph.node(c.graph.find("act")).schema = &cpu_relu;
+  const std::string msg = error_of([&] { check_placed_ops_supported(c.graph, c.devices, c.placement_reason); });
+  EXPECT_NE(msg.find("op 'act' (relu) is placed on 'gpu:0' (by op's device), but gpu devices have no relu kernel"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(ConfigSupports, NoOtherKindMeansNoAdvice) {
   const Config c = load_config_text(kSplit, "split.yaml");
   const SupportsOp nowhere = [](const OpSchema& s, DeviceKind) { return s.name != "relu"; };

@@ -100,7 +100,7 @@ TEST(CudaKernelFactory, SupportsExactlyTheOpsTheSchemasPlaceOnGpus) {
   std::vector<std::string> gpu_ops;
   for (const std::string& op : known_op_names()) {
     const OpSchema* schema = find_op(op);
-    const bool fed = schema->role == OpRole::kImageInput || schema->role == OpRole::kLabelInput;
+    const bool fed = schema->fed_by_coordinator();
     if (!fed && schema->runs_on(DeviceKind::kGpu)) gpu_ops.push_back(op);
     EXPECT_EQ(cuda::CudaKernelFactory::supports(op), !fed && schema->runs_on(DeviceKind::kGpu)) << op;
   }

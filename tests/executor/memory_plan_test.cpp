@@ -54,7 +54,7 @@ Graph split_cnn() {
   Graph g = reference_cnn();
   for (int i = 0; i < g.size(); ++i) {
     Node& n = g.node(i);
-    if (n.schema->num_inputs == 0) continue;
+    if (n.schema->fed_by_coordinator()) continue;
     n.device = i <= g.find("pool2") ? "cpu:0" : "cpu:1";
   }
   return g;
@@ -107,7 +107,7 @@ TEST_P(PlanMatchesExecutor, ByteForByte) {
         c.host ? std::make_unique<HostMemory>(d.device, 0) : std::make_unique<StagedHostMemory>(d.device, 0);
     Executor ex(g, program, kernels, opt, 1, 1, &part.program_for(d.device), &part.edges, &channel, mem.get());
     for (int n : external)
-      if (n < g.size() && (g.node(n).schema->num_inputs == 0 || ex.is_local(n))) ex.set_external(n);
+      if (n < g.size() && (g.node(n).schema->fed_by_coordinator() || ex.is_local(n))) ex.set_external(n);
     ex.reserve(c.batch, c.sets);
     // The worker charges the transport slots; the executor allocates the rest.
     EXPECT_EQ(mem->peak_bytes(), d.total() - d.transport) << d.device;

@@ -28,7 +28,7 @@ TEST(CpuKernelFactory, SupportsExactlyTheOpsTheSchemasPlaceOnCpus) {
   std::vector<std::string> cpu_ops;
   for (const std::string& op : known_op_names()) {
     const OpSchema* schema = find_op(op);
-    if (schema->role == OpRole::kImageInput || schema->role == OpRole::kLabelInput) continue;
+    if (schema->fed_by_coordinator()) continue;
     EXPECT_EQ(CpuKernelFactory::supports(op), schema->runs_on(DeviceKind::kCpu)) << op;
     if (!schema->runs_on(DeviceKind::kCpu)) continue;
     cpu_ops.push_back(op);
@@ -59,12 +59,6 @@ TEST(CpuKernelFactory, MakesEveryOptimizer) {
   EXPECT_EQ(CpuKernelFactory().make_optimizer(c)->state_count(), 1);
   c.kind = OptimizerConfig::Kind::kAdam;
   EXPECT_EQ(CpuKernelFactory().make_optimizer(c)->state_count(), 2);
-}
-
-TEST(CpuKernelFactory, SetCpuThreads) {
-  set_cpu_threads(1);
-  set_cpu_threads(0);  // clamped to 1
-  set_cpu_threads(2);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ namespace {
 OpSchema elementwise(const char* name, const char* summary, double flops_per_element, bool needs_input) {
   OpSchema s;
   s.name = name;
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = summary;
   s.infer_shape = [](const Attrs&, const std::vector<Shape>& in) { return in[0]; };
   s.forward_flops = [flops_per_element](const Attrs&, const std::vector<Shape>&, const Shape& out) {

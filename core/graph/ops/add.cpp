@@ -7,6 +7,7 @@ namespace devmap::ops {
 OpSchema add_schema() {
   OpSchema s;
   s.name = "add";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "elementwise a + b of two same-shaped inputs";
   s.num_inputs = 2;
   s.infer_shape = [](const Attrs&, const std::vector<Shape>& in) {

@@ -1,6 +1,7 @@
 // avg_pool2d: square window over each channel of NCHW input. Padding counts
 // as zeros and every window divides by kernel*kernel (PyTorch's default,
 // count_include_pad).
+#include "core/graph/ops/pool_geometry.h"
 #include "core/graph/ops/schema_util.h"
 #include "core/graph/ops/schemas.h"
 
@@ -9,6 +10,7 @@ namespace devmap::ops {
 OpSchema avg_pool2d_schema() {
   OpSchema s;
   s.name = "avg_pool2d";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "2-D average pooling over NCHW input";
   s.attrs = {
       {"kernel", AttrType::kInt, false, int64_t{2}, 1, "window height and width"},
@@ -17,11 +19,7 @@ OpSchema avg_pool2d_schema() {
   };
   s.infer_shape = [](const Attrs& a, const std::vector<Shape>& in) {
     require_rank(in[0], 3, "avg_pool2d input");
-    int64_t k = a.get_int("kernel"), st = a.get_int("stride"), p = a.get_int("padding");
-    if (st == 0) st = k;
-    if (p * 2 > k) throw_invalid("padding " + std::to_string(p) + " is more than half the kernel " + std::to_string(k));
-    return Shape{in[0][0], window_out(in[0][1], k, st, p, in[0], "window"),
-                 window_out(in[0][2], k, st, p, in[0], "window")};
+    return pool_output_shape(pool_window(a), in[0]);
   };
   s.forward_flops = [](const Attrs& a, const std::vector<Shape>&, const Shape& out) {
     int64_t k = a.get_int("kernel");

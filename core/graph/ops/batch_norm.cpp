@@ -18,6 +18,7 @@ namespace devmap::ops {
 OpSchema batch_norm_schema() {
   OpSchema s;
   s.name = "batch_norm";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "(x - mean) / sqrt(var + eps) * weight + bias per channel, over the batch when training";
   s.attrs = {
       {"momentum", AttrType::kFloat, false, 0.1, 0, "weight of the batch in the running statistics (PyTorch's 0.1)"},

@@ -9,6 +9,7 @@ namespace devmap::ops {
 OpSchema concat_schema() {
   OpSchema s;
   s.name = "concat";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "joins inputs along channels ([C, H, W]) or features ([N])";
   s.num_inputs = 2;
   s.variadic_inputs = true;

@@ -11,6 +11,7 @@ namespace devmap::ops {
 OpSchema conv2d_schema() {
   OpSchema s;
   s.name = "conv2d";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "2-D convolution (cross-correlation) over NCHW input";
   s.attrs = {
       {"filters", AttrType::kInt, true, int64_t{0}, 1, "number of output channels"},

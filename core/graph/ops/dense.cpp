@@ -7,6 +7,7 @@ namespace devmap::ops {
 OpSchema dense_schema() {
   OpSchema s;
   s.name = "dense";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "fully connected layer y = x W^T + b";
   s.attrs = {
       {"units", AttrType::kInt, true, int64_t{0}, 1, "number of outputs"},

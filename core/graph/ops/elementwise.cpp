@@ -7,6 +7,7 @@ namespace devmap::ops {
 OpSchema relu_schema() {
   OpSchema s;
   s.name = "relu";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "max(x, 0)";
   s.infer_shape = [](const Attrs&, const std::vector<Shape>& in) { return in[0]; };
   s.forward_flops = [](const Attrs&, const std::vector<Shape>&, const Shape& out) {
@@ -25,6 +26,7 @@ OpSchema relu_schema() {
 OpSchema dropout_schema() {
   OpSchema s;
   s.name = "dropout";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "inverted dropout (training only)";
   s.attrs = {{"rate", AttrType::kFloat, false, 0.5, 0, "probability of zeroing an element, in [0, 1)"}};
   s.infer_shape = [](const Attrs& a, const std::vector<Shape>& in) {

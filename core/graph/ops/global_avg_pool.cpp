@@ -8,6 +8,7 @@ namespace devmap::ops {
 OpSchema global_avg_pool_schema() {
   OpSchema s;
   s.name = "global_avg_pool";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "mean over each channel's H x W plane: [C, H, W] -> [C]";
   s.infer_shape = [](const Attrs&, const std::vector<Shape>& in) {
     require_rank(in[0], 3, "global_avg_pool input");

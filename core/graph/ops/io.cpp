@@ -7,6 +7,7 @@ namespace devmap::ops {
 OpSchema input_schema() {
   OpSchema s;
   s.name = "input";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "a batch of images, pixels scaled to [0, 1]";
   s.num_inputs = 0;
   s.role = OpRole::kImageInput;
@@ -20,6 +21,7 @@ OpSchema input_schema() {
 OpSchema labels_schema() {
   OpSchema s;
   s.name = "labels";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "a batch of class indices";
   s.num_inputs = 0;
   s.role = OpRole::kLabelInput;

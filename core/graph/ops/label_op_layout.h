@@ -8,11 +8,13 @@
 
 #include <cstdint>
 
+#include "core/base/bytes.h"
+
 namespace devmap {
 
 // Offset of the bad-sample word: the per-sample doubles, 64-byte aligned.
 inline uint64_t label_op_flag_offset(int64_t batch) {
-  return (static_cast<uint64_t>(batch) * sizeof(double) + 63) / 64 * 64;
+  return round_up_to_cache_line(static_cast<uint64_t>(batch) * sizeof(double));
 }
 
 // The whole workspace: the per-sample doubles and a 64-byte flag block.

@@ -9,6 +9,7 @@ namespace devmap::ops {
 OpSchema layer_norm_schema() {
   OpSchema s;
   s.name = "layer_norm";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "(x - mean) / sqrt(var + eps) * weight + bias over each sample's features";
   s.attrs = {{"eps", AttrType::kFloat, false, 1e-5, 0, "added to the variance (PyTorch's default 1e-5)"}};
   s.infer_shape = [](const Attrs& a, const std::vector<Shape>& in) {

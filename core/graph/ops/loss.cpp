@@ -18,6 +18,7 @@ void check_logits_labels(const std::vector<Shape>& in) {
 OpSchema softmax_cross_entropy_schema() {
   OpSchema s;
   s.name = "softmax_cross_entropy";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "mean over the batch of -log softmax(logits)[label]";
   s.num_inputs = 2;
   s.role = OpRole::kLoss;
@@ -42,6 +43,7 @@ OpSchema softmax_cross_entropy_schema() {
 OpSchema accuracy_schema() {
   OpSchema s;
   s.name = "accuracy";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "fraction of samples whose largest logit is the label";
   s.num_inputs = 2;
   s.role = OpRole::kMetric;
@@ -65,6 +67,7 @@ OpSchema accuracy_schema() {
 OpSchema argmax_schema() {
   OpSchema s;
   s.name = "argmax";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "index of the largest element of each sample (first on ties)";
   s.infer_shape = [](const Attrs&, const std::vector<Shape>& in) {
     if (in[0].rank() != 1) throw_invalid("input must be a vector per sample, got " + in[0].to_string());

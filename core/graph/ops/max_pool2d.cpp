@@ -1,5 +1,6 @@
 // max_pool2d: square window over each channel of NCHW input. Padding counts
 // as -infinity. Ties go to the first maximum in row-major window order.
+#include "core/graph/ops/pool_geometry.h"
 #include "core/graph/ops/schema_util.h"
 #include "core/graph/ops/schemas.h"
 
@@ -8,6 +9,7 @@ namespace devmap::ops {
 OpSchema max_pool2d_schema() {
   OpSchema s;
   s.name = "max_pool2d";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "2-D max pooling over NCHW input";
   s.attrs = {
       {"kernel", AttrType::kInt, false, int64_t{2}, 1, "window height and width"},
@@ -16,11 +18,7 @@ OpSchema max_pool2d_schema() {
   };
   s.infer_shape = [](const Attrs& a, const std::vector<Shape>& in) {
     require_rank(in[0], 3, "max_pool2d input");
-    int64_t k = a.get_int("kernel"), st = a.get_int("stride"), p = a.get_int("padding");
-    if (st == 0) st = k;
-    if (p * 2 > k) throw_invalid("padding " + std::to_string(p) + " is more than half the kernel " + std::to_string(k));
-    return Shape{in[0][0], window_out(in[0][1], k, st, p, in[0], "window"),
-                 window_out(in[0][2], k, st, p, in[0], "window")};
+    return pool_output_shape(pool_window(a), in[0]);
   };
   s.forward_flops = [](const Attrs& a, const std::vector<Shape>&, const Shape& out) {
     int64_t k = a.get_int("kernel");

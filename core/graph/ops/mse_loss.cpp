@@ -11,6 +11,7 @@ namespace devmap::ops {
 OpSchema mse_loss_schema() {
   OpSchema s;
   s.name = "mse_loss";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "mean over the batch's elements of (prediction - target)^2";
   s.num_inputs = 2;
   s.role = OpRole::kLoss;

@@ -7,6 +7,7 @@ namespace devmap::ops {
 OpSchema flatten_schema() {
   OpSchema s;
   s.name = "flatten";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "collapse each sample to a vector (NCHW order)";
   s.infer_shape = [](const Attrs&, const std::vector<Shape>& in) { return Shape{in[0].numel()}; };
   s.forward_flops = [](const Attrs&, const std::vector<Shape>&, const Shape&) { return 0.0; };
@@ -18,6 +19,7 @@ OpSchema flatten_schema() {
 OpSchema reshape_schema() {
   OpSchema s;
   s.name = "reshape";
+  s.device_kinds = {DeviceKind::kCpu, DeviceKind::kGpu};
   s.summary = "give each sample a new shape with the same number of elements";
   s.attrs = {{"shape", AttrType::kIntList, true, std::vector<int64_t>{}, 1, "per-sample shape"}};
   s.infer_shape = [](const Attrs& a, const std::vector<Shape>& in) {
