@@ -251,7 +251,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   session.workers().shutdown();
   if (!writes) return pass.complete ? 0 : 128 + interrupt_signal();
   metrics.begin();  // the metrics files exist before the predictions replace po.output
-  const RunEnd end{"predict", options, metrics, trace.get()};
+  const RunEnd end{Job::kPredict, options, metrics, trace.get()};
   if (!pass.complete) {
     const int sig = interrupt_signal();
     return stop_run(end, sig, stopped_prediction(sig, pass, input.count(), po.output));

@@ -20,7 +20,7 @@ int finish_run(const RunEnd& run, const WorkerGroup& group, const JobMemory& mem
   write_device_events(group, memory, run.metrics);
   if (run.options.profile) report_profile(group.workers(), group.busy(), out, run.metrics);
   JsonObject done;
-  done.add("event", "done").add("job", run.job);
+  done.add("event", "done").add("job", job_name(run.job));
   if (summary.what_ran) summary.what_ran(done);
   add_busy_fields(done, group.busy());
   if (summary.results) summary.results(done);
@@ -37,7 +37,7 @@ int finish_run(const RunEnd& run, const WorkerGroup& group, const JobMemory& mem
 int stop_run(const RunEnd& run, int sig, const RunStop& stop, std::ostream& log) {
   run.metrics.begin();
   JsonObject j;
-  j.add("event", "interrupted").add("job", run.job).add("signal", signal_name(sig));
+  j.add("event", "interrupted").add("job", job_name(run.job)).add("signal", signal_name(sig));
   if (stop.where) stop.where(j);
   run.metrics.write(j);
   log << stop.notice;

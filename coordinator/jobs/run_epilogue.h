@@ -9,6 +9,7 @@
 #include <ostream>
 #include <string>
 
+#include "coordinator/config/config.h"
 #include "coordinator/config/run_options.h"
 #include "coordinator/plan/job_memory.h"
 #include "coordinator/run/session.h"
@@ -21,7 +22,7 @@ namespace devmap {
 
 // What every end of a run writes to, and where.
 struct RunEnd {
-  const char* job = "";             // the events' `job`: "train" or "predict"
+  Job job;                          // the events' `job`: train or predict
   const RunOptions& options;        // --profile
   MetricsLog& metrics;              // the run's metrics file
   const TraceLog* trace = nullptr;  // --trace, or null

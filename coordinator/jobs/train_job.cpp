@@ -551,7 +551,7 @@ class Trainer {
   }
 
   // Where this run's end goes (run_epilogue.h).
-  RunEnd run_end() const { return RunEnd{"train", options_, *metrics_, trace_.get()}; }
+  RunEnd run_end() const { return RunEnd{Job::kTrain, options_, *metrics_, trace_.get()}; }
 
   // Whether this rank reads the checkpoint files: every replica of a
   // data-parallel job does; of a job across hosts, rank 0 does and sends
