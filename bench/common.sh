@@ -119,10 +119,10 @@ bench_peers() {
   [[ $newest == no ]] && return 0
   if [[ ! -x $venv/bin/python ]]; then
     echo "$(basename "$0"): installing the newest $(printf '%s ' "${@#*:}")into $venv" >&2
-    python3 -m venv "$venv" >&2 || true
+    /usr/bin/python3 -m venv "$venv" >&2 || true
   fi
   if [[ ! -x $venv/bin/python ]]; then
-    echo "$(basename "$0"): no venv (python3 -m venv failed); the newest peers are skipped" >&2
+    echo "$(basename "$0"): no venv (/usr/bin/python3 -m venv failed; scripts/setup.sh installs python3-venv); the newest peers are skipped" >&2
     return 0
   fi
   for pkg in "$@"; do

@@ -9,10 +9,13 @@ image). Pooling, ReLU, loss and optimizer are not counted.
 """
 import sys
 
-import torch
-import torch.nn as nn
-
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from require import require  # noqa: E402
+
+require("torch")
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
 from pytorch_train import model  # noqa: E402
 
 

@@ -24,7 +24,10 @@ import gzip
 import time
 import zlib
 
-import numpy as np
+from require import require
+
+require("numpy")
+import numpy as np  # noqa: E402
 
 DATA = "/usr/share/datasets/fashion-mnist"
 
@@ -74,12 +77,14 @@ def main():
     ap.add_argument("--labels", help="(torch, ort) write the labels here, one per line")
     a = ap.parse_args()
     if a.mode == "export":
+        require("torch")
         import torch
         torch.onnx.export(torch_model(a.model, a.model_kind), torch.zeros(1, 1, 28, 28), a.onnx, input_names=["image"],
                           output_names=["logits"], dynamic_axes={"image": {0: "n"}, "logits": {0: "n"}})
         return
     x = test_images()
     if a.mode == "torch":
+        require("torch")
         import torch
         torch.set_num_threads(a.threads)
         net = torch_model(a.model, a.model_kind)
@@ -87,6 +92,7 @@ def main():
             secs, crc = timed(lambda b: net(torch.from_numpy(b)).argmax(1).numpy(), x, a.batch, a.labels)
         name, version = "pytorch", torch.__version__
     else:
+        require("onnxruntime")
         import onnxruntime as ort
         so = ort.SessionOptions()
         so.intra_op_num_threads = a.threads

@@ -47,8 +47,11 @@ import statistics
 import sys
 import time
 
+from require import require
+
+require("numpy", "torch")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
-import torch_equivalence as te  # noqa: E402  (the data loader; exits 77 without torch)
+import torch_equivalence as te  # noqa: E402  (the data loader)
 from torch_equivalence_resnet import ResNet  # noqa: E402
 
 torch, nn = te.torch, te.nn

@@ -6,16 +6,19 @@ Same model, initialisation (PyTorch's defaults, which devmap copies), optimizer
 Prints the median step time after warm-up, the images/s it implies, the wall
 time of the run and the test accuracy.
 
-  python3 bench/pytorch_train.py [--model cnn|mlp] [--threads N] [--steps N] [--epochs N] [--seed S]
+  /usr/bin/python3 bench/pytorch_train.py [--model cnn|mlp] [--threads N] [--steps N] [--epochs N] [--seed S]
 """
 import argparse
 import gzip
 import statistics
 import time
 
-import numpy as np
-import torch
-import torch.nn as nn
+from require import require
+
+require("numpy", "torch")
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
 
 DATA = "/usr/share/datasets/fashion-mnist"
 

@@ -37,6 +37,9 @@ import zlib
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from require import require  # noqa: E402
+
+require("numpy")
 import numpy as np  # noqa: E402
 
 DATA = "/usr/share/datasets/fashion-mnist"
@@ -201,6 +204,7 @@ def main():
     ap.add_argument("--labels", help="(predict) write the labels here, one per line")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
+    require("tensorflow")
     import tensorflow as tf
 
     set_threads(tf, a.threads)

@@ -1,17 +1,20 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Draws training steps of a devmap trace (coordinator --trace FILE) as a PNG:
 one row per track (the coordinator, then each worker), each slice a bar
 coloured by kind, the micro-batch written on op slices, arrows from each
 send to its receive. The picture in docs/TRACING.md is made with it.
 
 Usage: bench/trace_picture.py TRACE OUT.png [--steps A:B]
-Needs matplotlib (python3-matplotlib).
+Needs matplotlib (Debian's python3-matplotlib, for /usr/bin/python3).
 """
 
 import argparse
 import json
 
-import matplotlib
+from require import require
+
+require("matplotlib")
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

@@ -6,7 +6,12 @@
 #   scripts/setup.sh            build, test, data and benchmark-peer dependencies
 #                               (libdnnl-dev: oneDNN, the CPU convolutions; its
 #                               CMake package asks for ocl-icd-opencl-dev;
-#                               python3-torch: a test checks devmap against it;
+#                               python3-torch, python3-numpy: a test, the
+#                               README's snippet and bench/pytorch_*.py check
+#                               devmap against PyTorch; python3-matplotlib:
+#                               bench/trace_picture.py; python3-venv: the PyPI
+#                               peers' bench/.venv; all for /usr/bin/python3,
+#                               which those scripts name;
 #                               ccache: CMake uses it when present;
 #                               graphviz: coordinator plan --dot FILE.svg;
 #                               openmpi-bin, libopenmpi-dev: the MPI transport
@@ -27,14 +32,14 @@ packages=(
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
-  python3-torch python3-numpy
+  python3-torch python3-numpy python3-matplotlib python3-venv
   graphviz
   openmpi-bin libopenmpi-dev iproute2
   qemu-user
 )
 for arg in "$@"; do
   case "$arg" in
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     --test) packages+=(munge slurmctld slurmd slurm-client) ;;
     *) echo "setup.sh: unknown option '$arg' (known: --test, --help)" >&2; exit 2 ;;
   esac

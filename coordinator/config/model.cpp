@@ -7,6 +7,7 @@
 #include "coordinator/config/keys.h"
 #include "coordinator/config/names.h"
 #include "coordinator/config/yaml/map.h"
+#include "coordinator/config/yaml/messages.h"
 #include "coordinator/config/yaml/scalar.h"
 
 namespace devmap {
@@ -73,7 +74,12 @@ class OpBuilder {
     auto op = scalar_string(value);
     if (!op) src_.fail(value, "op '" + name + "': op must be a string, got " + describe_node(value));
     const OpSchema* schema = find_op(*op);
-    if (!schema) src_.fail(value, "unknown op " + quoted(*op) + " (known: " + join_names(known_op_names()) + ")");
+    if (!schema) {
+      const std::vector<std::string> known = known_op_names();
+      const auto near = nearest_name(*op, known);
+      src_.fail(value, "unknown op " + quoted(*op) + " (" + (near ? "did you mean '" + *near + "'? " : std::string()) +
+                           "known: " + join_names(known) + ")");
+    }
     return schema;
   }
 

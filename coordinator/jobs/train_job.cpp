@@ -310,7 +310,11 @@ class Trainer {
     }
   }
 
-  // "devmap: training CONFIG on DEVICES, N parameters, ...".
+  // "devmap: training CONFIG on DEVICES, N parameters, ..."; with
+  // data-parallel replicas, a second line: "devmap: data parallel: N
+  // replicas, each trains S of every batch of B samples" (or "S or S+1 ...
+  // (S+1: replicas 0-K)" where B does not divide evenly). Rank 0 prints it
+  // for the job (the other ranks' streams are quiet).
   void print_banner(Session& session) const {
     std::string where;
     for (const std::string& d : session.partition().devices)
@@ -318,6 +322,17 @@ class Trainer {
                (config_.find_device(d)->threads == 1 ? " thread)" : " threads)");
     std::cerr << "devmap: training " << config_.path << " on " << where << ", " << graph_.param_count()
               << " parameters, " << train_.count << " training / " << test_.count << " test images\n";
+    if (replica_.count > 1) {
+      // The first batch_size % count replicas take one sample more (docs/CONFIG.md, data_parallel).
+      const int64_t share = tc_.batch_size / replica_.count, more = tc_.batch_size % replica_.count;
+      std::cerr << "devmap: data parallel: " << replica_.count << " replicas, each trains "
+                << (more == 0 ? std::to_string(share) : std::to_string(share) + " or " + std::to_string(share + 1))
+                << " of every batch of " << tc_.batch_size << " samples"
+                << (more == 0 ? std::string()
+                              : " (" + std::to_string(share + 1) + ": replica" +
+                                    (more == 1 ? std::string(" 0") : "s 0-" + std::to_string(more - 1)) + ")")
+                << "\n";
+    }
   }
 
   // How the feeder runs the steps: pipelined rounds, data-parallel

@@ -23,6 +23,15 @@ std::string dot_string(const std::string& s) {
   return q + "\"";
 }
 
+// Whether op `node`'s gradient rule, as its device runs it, gives its input
+// `k` a gradient: false for ops without one (metrics, argmax), for inputs
+// whose rule gives none (labels) and for ops outside the backward pass.
+bool input_gets_gradient(const Partition& partition, const Node& n, int node, size_t k) {
+  for (const Instr& ins : partition.program_for(n.device).backward)
+    if (ins.kind == InstrKind::kBackward && ins.node == node) return k < ins.out.size() && ins.out[k] >= 0;
+  return false;
+}
+
 }  // namespace
 
 std::string placement_dot(const PlacementPicture& p) {
@@ -70,13 +79,16 @@ std::string placement_dot(const PlacementPicture& p) {
   }
   for (int i = 0; i < g.size(); ++i) {
     const Node& n = g.node(i);
-    for (int in : n.inputs) {
-      const Node& src = g.node(in);
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const Node& src = g.node(n.inputs[k]);
       const bool cut = !src.schema->fed_by_coordinator() && src.device != n.device;
       out += "  " + dot_string(src.name) + " -> " + dot_string(n.name);
       if (cut) {
         std::string label = format_bytes(static_cast<uint64_t>(forward_bytes[{src.name, n.device}]));
-        if (auto it = gradient_bytes.find({src.name, n.device}); it != gradient_bytes.end())
+        // The gradient back is the sum of what n's device sends for src;
+        // an arrow gets it only when n adds to it.
+        if (auto it = gradient_bytes.find({src.name, n.device});
+            it != gradient_bytes.end() && input_gets_gradient(*p.partition, n, i, k))
           label += "\\n+ " + format_bytes(static_cast<uint64_t>(it->second)) + " gradient back";
         out += " [style=bold, color=firebrick, fontcolor=firebrick, label=" + dot_string(label + " per step") + "]";
       }

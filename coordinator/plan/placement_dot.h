@@ -2,9 +2,10 @@
 // cluster per device (its name, threads, planned memory against its limit),
 // ops as boxes inside (name and kind), the data ops outside, an arrow per
 // tensor an op reads; a tensor that crosses devices is a bold arrow labelled
-// with its bytes per training step (forward activation and, when trained,
-// its gradient back). FILE ending in .svg or .png is rendered by Graphviz's
-// `dot`; any other name gets the DOT text.
+// with its bytes per training step (forward activation and, where the
+// consumer's gradient rule gives that input a gradient, the gradient back;
+// a metric's input gets none). FILE ending in .svg or .png is rendered by
+// Graphviz's `dot`; any other name gets the DOT text.
 #pragma once
 
 #include <string>

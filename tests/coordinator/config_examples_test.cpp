@@ -2,6 +2,8 @@
 // their comments promise.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "coordinator/config/loader.h"
@@ -79,6 +81,30 @@ TEST(ExampleConfigs, ResolvedYamlLoadsToTheSameConfig) {
   EXPECT_EQ(again.graph.param_count(), c.graph.param_count());
   EXPECT_EQ(again.train.epochs, 1);
   EXPECT_EQ(again.devices[0].threads, 2);
+}
+
+// A command in a config's comments (`scripts/launch.sh ... configs/X.yaml`)
+// runs that config, not another one.
+TEST(ExampleConfigs, CommentedCommandsRunTheirOwnConfig) {
+  int commands = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kConfigs)) {
+    if (entry.path().extension() != ".yaml") continue;
+    const std::string own = "configs/" + entry.path().filename().string();
+    std::ifstream in(entry.path());
+    int line_no = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      const size_t launch = line.find("scripts/launch.sh");
+      if (line.rfind('#', 0) != 0 || launch == std::string::npos) continue;
+      const size_t at = line.find("configs/", launch);
+      if (at == std::string::npos) continue;
+      const size_t end = line.find(".yaml", at);
+      ASSERT_NE(end, std::string::npos) << own << ":" << line_no;
+      EXPECT_EQ(line.substr(at, end + 5 - at), own) << own << ":" << line_no << ": " << line;
+      ++commands;
+    }
+  }
+  EXPECT_GE(commands, 10);
 }
 
 }  // namespace

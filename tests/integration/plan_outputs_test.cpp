@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "tests/support/metrics.h"
 #include "tests/support/run_process.h"
@@ -73,6 +74,37 @@ TEST(PlanOutputs, DotDrawsEveryDeviceAndTheBytesThatCross) {
       {DEVMAP_COORDINATOR_BIN, "plan", kConfigs + "fashion_mnist_cnn_split.yaml", "--dot", svg}, dir.path());
   ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_NE(read_file(svg).find("<svg"), std::string::npos);
+}
+
+// Only gradients that exist come back: the loss on cpu:1 sends the logits'
+// gradient to cpu:0; the accuracy beside it, a metric, has none.
+TEST(PlanOutputs, DotLabelsOnlyTheGradientsThatComeBack) {
+  TempDir dir;
+  const std::string config = dir.path() + "/metrics_apart.yaml", dot = dir.path() + "/placement.dot";
+  std::ofstream(config) << R"(model:
+  ops:
+    - {name: image, op: input, shape: [1, 28, 28]}
+    - {name: label, op: labels, classes: 10}
+    - {name: flat, op: flatten, inputs: [image]}
+    - {name: logits, op: dense, inputs: [flat], units: 10}
+    - {name: loss, op: softmax_cross_entropy, inputs: [logits, label], device: cpu:1}
+    - {name: acc, op: accuracy, inputs: [logits, label], device: cpu:1}
+train: {epochs: 1, batch_size: 64}
+devices: {cpu:0: {threads: 1}, cpu:1: {threads: 1}}
+device_map: {default: cpu:0}
+)";
+  const ProcessResult r = run_process({DEVMAP_COORDINATOR_BIN, "plan", config, "--dot", dot}, dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = read_file(dot);
+  // logits: [64,10] floats a step.
+  EXPECT_NE(text.find("\"logits\" -> \"loss\" [style=bold, color=firebrick, fontcolor=firebrick, "
+                      "label=\"2.5 KiB\\n+ 2.5 KiB gradient back per step\"]"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\"logits\" -> \"acc\" [style=bold, color=firebrick, fontcolor=firebrick, "
+                      "label=\"2.5 KiB per step\"]"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

@@ -342,6 +342,9 @@ TEST_F(JobAcrossHosts, SrunStartsStagesAndReplicasAcrossTheHosts) {
   ASSERT_EQ(srun_replicas.exit_code, 0) << srun_replicas.err;
   ProcessResult mpirun_replicas = launch(shared_ + "/local.yaml", by_mpirun);
   ASSERT_EQ(mpirun_replicas.exit_code, 0) << mpirun_replicas.err;
+  EXPECT_TRUE(
+      contains(mpirun_replicas.err, "devmap: data parallel: 2 replicas, each trains 16 of every batch of 32 samples"))
+      << mpirun_replicas.err;
   const std::string replicated = read_file(shared_ + "/rs.safetensors");
   EXPECT_GT(replicated.size(), 100000u);
   EXPECT_TRUE(replicated == read_file(shared_ + "/rm.safetensors"));

@@ -34,7 +34,9 @@ try:
     import torch
     import torch.nn as nn
 except ImportError as e:  # ctest maps 77 to "skipped"
-    print(f"skipped: {e} (scripts/setup.sh installs Debian's python3-torch)")
+    module = (e.name or "torch").split(".")[0]
+    print(f"skipped: {os.path.basename(sys.argv[0])} needs {module}: sudo apt install python3-{module}"
+          " (or scripts/setup.sh), run by /usr/bin/python3")
     sys.exit(77)
 
 M64 = (1 << 64) - 1
