@@ -22,6 +22,12 @@ std::optional<Job> parse_job(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<bool> Config::placed_by_user() const {
+  std::vector<bool> out;
+  for (const std::string& reason : placement_reason) out.push_back(reason != kPlacedByDefault);
+  return out;
+}
+
 const DeviceSpec* Config::find_device(const std::string& name) const {
   for (const DeviceSpec& d : devices)
     if (d.name == name) return &d;

@@ -168,13 +168,16 @@ struct Config {
   //   "device_map.place 'fc*' (cfg.yaml:40:7)"   (or "(--set KEY=VALUE)")
   //   "op's device"
   //   "group 'features'"
-  //   "device_map.default"
+  //   kPlacedByDefault
   std::vector<std::string> placement_reason;
+  static constexpr const char* kPlacedByDefault = "device_map.default";
 
   // The YAML after overrides, as text: written beside each run's metrics.
   std::string resolved_yaml;
 
   const DeviceSpec* find_device(const std::string& name) const;
+  // Per node: whether the user chose its device (anything but the default).
+  std::vector<bool> placed_by_user() const;
 };
 
 }  // namespace devmap

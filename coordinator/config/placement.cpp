@@ -31,7 +31,7 @@ std::vector<std::string> place_ops(Graph& graph, const std::vector<DeviceRequest
       reasons.push_back("group '" + request.group + "'");
     } else {
       node.device = default_device;
-      reasons.push_back("device_map.default");
+      reasons.push_back(Config::kPlacedByDefault);
     }
   }
   return reasons;

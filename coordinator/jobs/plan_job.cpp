@@ -8,6 +8,7 @@
 #include "coordinator/plan/job_memory.h"
 #include "coordinator/plan/placement_dot.h"
 #include "coordinator/plan/plan_report.h"
+#include "coordinator/plan/round_trips_report.h"
 #include "coordinator/plan/step_costs.h"
 #include "coordinator/run/run_outputs.h"
 #include "coordinator/run/session.h"
@@ -42,6 +43,9 @@ int run_plan(const Config& config, const PlanOptions& options) {
   } else {
     if (options.auto_plan) print_auto_placement(*options.auto_plan, config, std::cout);
     print_memory_plan(info, memory, plan.graph, std::cout);
+    const RoundTrips trips = find_round_trips(plan.graph, plan.program, config.placed_by_user());
+    if (!trips.ops.empty()) std::cout << "\n";
+    print_round_trips(trips, plan.graph, memory.split.requested, "", std::cout);
   }
   if (!options.dot_path.empty()) {
     write_placement_picture(options.dot_path, placement_dot({&config, &plan.graph, &partition, &memory, batch}));

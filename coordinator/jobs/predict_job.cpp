@@ -241,6 +241,7 @@ int run_predict(const Config& config, const RunOptions& options, const PredictOp
   std::optional<AtomicFile> csv;
   if (writes) csv.emplace(po.output, "predictions");
   if (options.log_placement) log_placement(config, session.partition(), batch, std::cerr);
+  warn_round_trips(config, session, batch, std::cerr);
   MetricsLog metrics(writes ? outputs.metrics : "", writes ? outputs.config_copy : "",
                      writes ? config.resolved_yaml : "");
   start_prediction(session, trace.get(), metrics, po, input);

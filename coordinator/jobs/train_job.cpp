@@ -293,6 +293,7 @@ class Trainer {
   // first attempt also says how the job is placed, cut and run.
   void start_session(Session& session, bool first) {
     if (first && options_.log_placement) log_placement(config_, session.partition(), tc_.batch_size, std::cerr);
+    if (first) warn_round_trips(config_, session, tc_.batch_size, std::cerr);
     const JobMemory& memory = session.memory();
     split_ = split_text(memory);
     if (first) {

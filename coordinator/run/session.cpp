@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "coordinator/config/worker_program.h"
+#include "coordinator/plan/round_trips_report.h"
 #include "coordinator/plan/step_costs.h"
 #include "coordinator/plan/step_time_bound.h"
 #include "coordinator/run/host_stages.h"
@@ -65,6 +66,12 @@ void log_placement(const Config& config, const Partition& partition, int64_t bat
   for (const auto& [pair, bytes] : totals)
     os << "  " << pair.first << " -> " << pair.second << ": " << bytes << " bytes ("
        << format_bytes(static_cast<uint64_t>(bytes)) << ")\n";
+}
+
+void warn_round_trips(const Config& config, const Session& session, int64_t batch, std::ostream& os) {
+  const JobPlan& plan = session.plan();
+  print_round_trips(find_round_trips(plan.graph, plan.program, config.placed_by_user()), plan.graph, batch,
+                    "devmap: warning: ", os);
 }
 
 InputLayout Session::checked_input_layout(const JobPlan& plan, const std::string& config_path) {

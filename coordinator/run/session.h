@@ -59,6 +59,7 @@ class Session {
   Session& operator=(const Session&) = delete;
   void start();
 
+  const JobPlan& plan() const { return plan_; }
   const JobMemory& memory() const { return plan_.memory; }
 
   const Graph& graph() const { return plan_.graph; }
@@ -90,6 +91,10 @@ class Session {
 // stderr when the workers' threads add up to more than the machine's cores.
 // `hosts`: only this host's devices count (null: all).
 void check_devices(const Config& config, const Partition& partition, const HostStages* hosts = nullptr);
+
+// Warns on `os` about the ops placed apart from every op they exchange
+// tensors with (round_trips_report.h), at `batch` samples a step.
+void warn_round_trips(const Config& config, const Session& session, int64_t batch, std::ostream& os);
 
 // Prints where each op runs and what crosses devices (--log-placement).
 void log_placement(const Config& config, const Partition& partition, int64_t batch, std::ostream& os);
