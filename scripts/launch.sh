@@ -60,7 +60,11 @@ if [[ -n "${DEVMAP_BUILD_DIR:-}" || -n "$under_launcher" ]]; then
     && echo " (under mpirun or srun nothing is built: run scripts/build.sh ${DEVMAP_PRESET:-release} on every host first)")"
 else
   "$root/scripts/setup.sh"
-  dir=$("$root/scripts/build.sh" "${DEVMAP_PRESET:-release}" coordinator worker_cpu)
+  # devmap_run_programs: the coordinator and every worker program the build
+  # has (worker_gpu where CMake found CUDA and cuDNN). The build's output
+  # shows, but not the two lines every up-to-date build prints.
+  quiet_build() { grep -v -E '^(\[[0-9]+/[0-9]+\] Re-checking globbed directories\.\.\.|ninja: no work to do\.)$' || true; }
+  dir=$({ "$root/scripts/build.sh" "${DEVMAP_PRESET:-release}" devmap_run_programs 2>&1 1>&3 3>&- | quiet_build >&2; } 3>&1)
 fi
 
 # How the user ran this script: the coordinator starts its resume line with

@@ -8,6 +8,10 @@
 
 namespace devmap {
 
+// Where the worker programs are: options.worker_dir, else
+// $DEVMAP_WORKER_DIR, else the coordinator's own folder.
+std::string worker_program_dir(const RunOptions& options);
+
 // The worker program for a device kind: beside the coordinator, in
 // options.worker_dir or in $DEVMAP_WORKER_DIR. Throws devmap::Error when
 // it is not there.

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <ostream>
 
@@ -15,7 +16,40 @@ namespace {
 
 constexpr int kProbeNoGpu = 3;  // worker_gpu --probe's exit status without a usable GPU
 
+// The first line of `path`, blanks trimmed; empty when it cannot be read.
+std::string first_line_of(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return {};
+  const size_t end = line.find_last_not_of(" \t\r");
+  return end == std::string::npos ? std::string() : line.substr(0, end + 1);
+}
+
 }  // namespace
+
+std::string no_worker_gpu_reason(const std::string& dir, const std::string& recorded) {
+  if (!recorded.empty()) return "no usable GPU: this build has no worker_gpu: " + recorded;
+  return "no usable GPU: there is no worker_gpu in " + dir +
+         " (build the target worker_gpu there, or set DEVMAP_WORKER_DIR to a folder that has it)";
+}
+
+std::string probe_failure_reason(const std::string& program, int status, const std::string& output) {
+  // The dynamic loader: "PROGRAM: error while loading shared libraries:
+  // LIB: cannot open shared object file: No such file or directory".
+  const std::string loader = "error while loading shared libraries: ";
+  if (const size_t at = output.find(loader); at != std::string::npos) {
+    const size_t from = at + loader.size();
+    const std::string library = output.substr(from, output.find(':', from) - from);
+    std::string what = "the shared library " + library;
+    if (library.rfind("libcudnn", 0) == 0)
+      what = "cuDNN's library " + library;
+    else if (library.rfind("libcublas", 0) == 0)
+      what = "cuBLAS's library " + library + " (CUDA toolkit)";
+    return "no usable GPU: " + program + " cannot start: " + what +
+           " is missing or unreadable (install it, or add its folder to LD_LIBRARY_PATH)";
+  }
+  return "no usable GPU: " + program + " --probe failed (status " + std::to_string(status) + "): " + output;
+}
 
 GpuProbe probe_gpu_device(const RunOptions& options, const std::string& device) {
   GpuProbe p;
@@ -23,7 +57,8 @@ GpuProbe probe_gpu_device(const RunOptions& options, const std::string& device) 
   try {
     program = find_worker_program(options, DeviceKind::kGpu);
   } catch (const Error&) {
-    p.text = "no usable GPU: this build has no worker_gpu (the CUDA toolkit was not found when it was built)";
+    const std::string dir = worker_program_dir(options);
+    p.text = no_worker_gpu_reason(dir, first_line_of(std::filesystem::path(dir) / "worker_gpu.absent"));
     return p;
   }
   const ProgramOutput run = run_program({program, "--probe", "--device", device});
@@ -34,8 +69,7 @@ GpuProbe probe_gpu_device(const RunOptions& options, const std::string& device) 
   const int code = run.status;
   p.usable = code == 0;
   p.text = run.text;
-  if (!p.usable && code != kProbeNoGpu)
-    p.text = "no usable GPU: " + program + " --probe failed (status " + std::to_string(code) + "): " + p.text;
+  if (!p.usable && code != kProbeNoGpu) p.text = probe_failure_reason(program, code, run.text);
   if (!p.usable && p.text.rfind("no usable GPU", 0) != 0) p.text = "no usable GPU: " + p.text;
   return p;
 }

@@ -20,8 +20,20 @@ struct GpuProbe {
 };
 
 // Runs the probe of `device` ("gpu:0") with the worker program next to the
-// coordinator (or options.worker_dir).
+// coordinator (or options.worker_dir, or $DEVMAP_WORKER_DIR). Without a
+// worker_gpu there, the text says why: the reason CMake recorded in that
+// folder's worker_gpu.absent when it configured a build without CUDA
+// (no_worker_gpu_reason), or that the folder has no worker_gpu and no record.
 GpuProbe probe_gpu_device(const RunOptions& options, const std::string& device);
+
+// "no usable GPU: ..." for a worker folder `dir` without worker_gpu, given
+// the contents of its worker_gpu.absent (`recorded`; empty when it has none).
+std::string no_worker_gpu_reason(const std::string& dir, const std::string& recorded);
+
+// "no usable GPU: ..." for a `program --probe` that exited with `status`
+// (not 0, not 3) and printed `output`: a worker_gpu the dynamic loader
+// cannot start names the missing library (cuDNN's, cuBLAS's or another).
+std::string probe_failure_reason(const std::string& program, int status, const std::string& output);
 
 // Throws devmap::Error (kInvalidInput) naming the device, the ops and the
 // reason when a GPU with ops is not usable and soft placement is off.

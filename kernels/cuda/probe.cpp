@@ -108,6 +108,24 @@ std::string cuda_library_problem() {
   return {};
 }
 
+std::string device_count_problem(int error, int device_count, int driver_version, int runtime_version) {
+  const auto e = static_cast<cudaError_t>(error);
+  if (e == cudaSuccess && device_count > 0) return {};
+  // The error's name only: cudaErrorInsufficientDriver's text blames the
+  // driver's version also where there is no driver.
+  const std::string why = e == cudaSuccess ? std::string() : std::string(" (") + cudaGetErrorName(e) + ")";
+  if (driver_version == 0)
+    return "no NVIDIA driver: the CUDA driver library libcuda.so.1 is not loaded on this machine" + why +
+           "; install the NVIDIA driver, or run on a machine with a GPU";
+  if (e == cudaErrorInsufficientDriver)
+    return "the NVIDIA driver supports CUDA " + cuda_version_string(driver_version) + ", this build needs CUDA " +
+           cuda_version_string(runtime_version) + why + "; update the driver";
+  if (e == cudaErrorNoDevice || e == cudaSuccess)
+    return "no CUDA device: the NVIDIA driver (CUDA " + cuda_version_string(driver_version) +
+           ") is loaded but sees no device" + why + " (is CUDA_VISIBLE_DEVICES empty or wrong?)";
+  return "cudaGetDeviceCount failed: " + error_text(e);
+}
+
 std::string cuda_version_string(int version) {
   if (version <= 0) return "none";
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
@@ -127,17 +145,9 @@ GpuProbe probe_gpu(int ordinal) {
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     p.device_count = 0;
-    p.reason = error_text(e);
-    if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice)
-      p.reason += p.driver_version == 0 ? "; no NVIDIA driver is loaded on this machine"
-                                        : "; the driver supports CUDA " + cuda_version_string(p.driver_version) +
-                                              ", this build needs " + cuda_version_string(p.runtime_version);
-    return p;
   }
-  if (p.device_count == 0) {
-    p.reason = "no CUDA device is visible (CUDA_VISIBLE_DEVICES?)";
-    return p;
-  }
+  p.reason = device_count_problem(static_cast<int>(e), p.device_count, p.driver_version, p.runtime_version);
+  if (!p.reason.empty()) return p;
   if (ordinal < 0 || ordinal >= p.device_count) {
     p.reason = "gpu:" + std::to_string(ordinal) + " does not exist; " + std::to_string(p.device_count) +
                " device(s) are visible (gpu:0 .. gpu:" + std::to_string(p.device_count - 1) + ")";

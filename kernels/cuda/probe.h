@@ -59,6 +59,14 @@ std::string cuda_library_problem();
 std::string cuda_version_problem(size_t cudnn_version, size_t cudnn_build_version, size_t cudnn_cudart_version,
                                  int runtime_version);
 
+// Why cudaGetDeviceCount found no usable device: `error` is its result (as
+// an int, a cudaError_t), `device_count` what it counted, `driver_version`
+// cudaDriverGetVersion's answer (0: no driver) and `runtime_version` the
+// runtime's. No driver (libcuda is not there, whatever the error), a driver
+// too old for the runtime, a driver that sees no device, or another error
+// by its name; empty when a device is there (error 0, count > 0).
+std::string device_count_problem(int error, int device_count, int driver_version, int runtime_version);
+
 // 13000 -> "13.0", 12040 -> "12.4"; 0 -> "none".
 std::string cuda_version_string(int version);
 // 91900 -> "9.19.0" (cuDNN), 130100 -> "13.1.0" (cuBLAS).

@@ -1,6 +1,7 @@
 // probe_gpu, `worker_gpu --probe` and the CUDA kernel factory's op list.
 // These run everywhere: without a GPU they check that the absence reads as
 // "no usable GPU" with its reason.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,6 +57,50 @@ TEST(ProbeGpu, VersionMismatchesAreNotUsable) {
   EXPECT_NE(cudart.find("nvidia-cudnn-cu13"), std::string::npos) << cudart;
 }
 
+// The reasons cudaGetDeviceCount's answer gives, as pure functions of the
+// error, the count and the driver's and runtime's versions.
+TEST(ProbeGpu, NoDriverReadsAsNoDriverWhateverTheError) {
+  for (const cudaError_t e : {cudaErrorInsufficientDriver, cudaErrorNoDevice, cudaSuccess}) {
+    const std::string r = cuda::device_count_problem(e, 0, 0, 13000);
+    EXPECT_EQ(r.rfind("no NVIDIA driver: the CUDA driver library libcuda.so.1 is not loaded on this machine", 0), 0u)
+        << r;
+    EXPECT_NE(r.find("install the NVIDIA driver"), std::string::npos) << r;
+  }
+  EXPECT_NE(cuda::device_count_problem(cudaErrorInsufficientDriver, 0, 0, 13000).find("(cudaErrorInsufficientDriver)"),
+            std::string::npos);
+}
+
+TEST(ProbeGpu, ADriverTooOldForTheRuntimeSaysBothVersions) {
+  const std::string r = cuda::device_count_problem(cudaErrorInsufficientDriver, 0, 12020, 13000);
+  EXPECT_EQ(r.rfind("the NVIDIA driver supports CUDA 12.2, this build needs CUDA 13.0 (", 0), 0u) << r;
+  EXPECT_NE(r.find("update the driver"), std::string::npos) << r;
+}
+
+TEST(ProbeGpu, ADriverWithoutADeviceReadsAsNoDevice) {
+  for (const cudaError_t e : {cudaErrorNoDevice, cudaSuccess}) {
+    const std::string r = cuda::device_count_problem(e, 0, 13000, 13000);
+    EXPECT_EQ(r.rfind("no CUDA device: the NVIDIA driver (CUDA 13.0) is loaded but sees no device", 0), 0u) << r;
+    EXPECT_NE(r.find("CUDA_VISIBLE_DEVICES"), std::string::npos) << r;
+  }
+  EXPECT_NE(cuda::device_count_problem(cudaErrorNoDevice, 0, 13000, 13000).find("(cudaErrorNoDevice)"),
+            std::string::npos);
+}
+
+TEST(ProbeGpu, OtherDeviceCountErrorsAreNamed) {
+  EXPECT_EQ(cuda::device_count_problem(cudaSuccess, 2, 13000, 13000), "");
+  const std::string r = cuda::device_count_problem(cudaErrorOperatingSystem, 0, 13000, 13000);
+  EXPECT_EQ(r.rfind("cudaGetDeviceCount failed: ", 0), 0u) << r;
+  EXPECT_NE(r.find("cudaErrorOperatingSystem"), std::string::npos) << r;
+}
+
+// Where this machine has a driver but no device, the probe says so.
+TEST(ProbeGpu, ADriverWithoutADeviceHereSaysNoDevice) {
+  const cuda::GpuProbe& p = gpu_probe();
+  if (p.driver_version == 0) GTEST_SKIP() << "no NVIDIA driver here (" << p.reason << ")";
+  if (p.device_count > 0) GTEST_SKIP() << "a CUDA device is visible here";
+  EXPECT_EQ(p.reason.rfind("no CUDA device: ", 0), 0u) << p.reason;
+}
+
 TEST(ProbeGpu, MissingOrdinalIsNotUsable) {
   const cuda::GpuProbe p = cuda::probe_gpu(999);
   EXPECT_FALSE(p.usable);
@@ -83,6 +128,17 @@ TEST(WorkerGpuProbe, ExitStatusSaysWhetherThereIsAUsableGpu) {
   EXPECT_NE(r.out.find("cuDNN libraries: ops and convolution sub-libraries load and match"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("CUDA driver: "), std::string::npos) << r.out;
+}
+
+// On a machine without an NVIDIA driver, `worker_gpu --probe` says that,
+// not something about the build.
+TEST(WorkerGpuProbe, WithoutADriverPrintsTheNoDriverReason) {
+  if (gpu_probe().driver_version != 0) GTEST_SKIP() << "an NVIDIA driver is loaded here";
+  testing::TempDir dir;
+  const testing::ProcessResult r = testing::run_process({bin_dir() + "/worker_gpu", "--probe"}, dir.path());
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("no usable GPU: no NVIDIA driver: the CUDA driver library libcuda.so.1 is not loaded", 0), 0u)
+      << r.out;
 }
 
 TEST(WorkerGpuProbe, BadDeviceNameIsAUsageError) {
