@@ -8,9 +8,10 @@
 
 namespace devmap {
 
-// The worker program for a device kind: beside the coordinator, in
-// options.worker_dir or in $DEVMAP_WORKER_DIR. Throws devmap::Error when
-// it is not there.
+// The worker program for a device kind: in options.worker_dir, else in
+// $DEVMAP_WORKER_DIR, else beside the coordinator or in its installed
+// helper folder (coordinator/util/program_paths.h). Throws devmap::Error
+// naming where it looked when it is not there.
 std::string find_worker_program(const RunOptions& options, DeviceKind kind);
 
 }  // namespace devmap
