@@ -6,6 +6,7 @@
 
 #include "coordinator/config/names.h"
 #include "coordinator/telemetry/trace_log.h"
+#include "coordinator/util/command_name.h"
 #include "core/base/error.h"
 
 namespace devmap {
@@ -115,7 +116,8 @@ const std::vector<OptionSpec>& options() {
       {"--force", nullptr, kCalibrate, "measure again what the cache already holds",
        [](CL& c, S, S) { c.calibrate.force = true; }},
       {"--worker-dir", "DIR", kRun | kPlan | kCalibrate,
-       "where worker_cpu lives (default: beside coordinator, or\n$DEVMAP_WORKER_DIR)",
+       "where worker_cpu lives (default: $DEVMAP_WORKER_DIR,\nelse beside this program or in its "
+       "installed\n../libexec/devmap)",
        [](CL& c, S, S v) { c.run.worker_dir = v; }},
       {"--weights", "FILE", kPredict, "safetensors weights written by train",
        [](CL& c, S, S v) { c.predict.weights = v; }},
@@ -208,23 +210,24 @@ const char* kExitStatus =
 
 std::string usage_text(const std::string& subcommand) {
   if (const SubcommandSpec* s = find_subcommand(subcommand)) {
-    std::string out = std::string("usage: coordinator ") + s->name + " CONFIG [options]\n\n";
+    std::string out = "usage: " + command_name() + " " + s->name + " CONFIG [options]\n\n";
     std::string summary = s->summary;
     summary[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(summary[0])));
     out += summary + ".\n\nOptions:\n" + option_lines(s->scope) + "\n" + kExitStatus;
     return out;
   }
-  std::string out =
-      "usage: coordinator [SUBCOMMAND] CONFIG [options]\n\n"
-      "Runs a devmap job: reads CONFIG (YAML: model, data, training settings and\n"
-      "device map), launches one worker process per device and drives the job.\n"
-      "Results go to stdout; progress and diagnostics to stderr.\n\nSubcommands:\n";
+  std::string out = "usage: " + command_name() +
+                    " [SUBCOMMAND] CONFIG [options]\n\n"
+                    "Runs a devmap job: reads CONFIG (YAML: model, data, training settings and\n"
+                    "device map), launches one worker process per device and drives the job.\n"
+                    "Results go to stdout; progress and diagnostics to stderr.\n\nSubcommands:\n";
   for (const SubcommandSpec& s : subcommands()) {
     std::string head = std::string("  ") + s.name;
     head.resize(15, ' ');
     out += head + indented(s.summary, 15) + "\n";
   }
-  out += "  (none)       run the config's `job`\n\nOptions (coordinator SUBCOMMAND --help lists each one's):\n";
+  out +=
+      "  (none)       run the config's `job`\n\nOptions (" + command_name() + " SUBCOMMAND --help lists each one's):\n";
   out += option_lines(kAll) + "\n" + kExitStatus;
   return out;
 }
@@ -278,8 +281,8 @@ CommandLine parse_command_line(int argc, char** argv) {
         std::string where;
         for (const SubcommandSpec& other : subcommands())
           if (spec->scope & other.scope) where += std::string(where.empty() ? "" : " and ") + other.name;
-        throw_invalid(flag + " is an option of " + where + ", not of " + s->name + " (see coordinator " + s->name +
-                      " --help)");
+        throw_invalid(flag + " is an option of " + where + ", not of " + s->name + " (see " + command_name() + " " +
+                      s->name + " --help)");
       }
   if (positional.empty()) throw_invalid("no config file given (see --help)");
   if (positional.size() > 1) {

@@ -1,4 +1,5 @@
-// The coordinator's command line: `coordinator [SUBCOMMAND] CONFIG [options]`.
+// The coordinator's command line: `devmap [SUBCOMMAND] CONFIG [options]`
+// (help and messages name the command as run: coordinator/util/command_name.h).
 // One table of options (cli.cpp) drives parsing, each subcommand's --help and
 // the "did you mean" of an unknown option.
 #pragma once

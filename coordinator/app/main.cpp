@@ -16,6 +16,7 @@
 #include "coordinator/plan/gpu_placement.h"
 #include "coordinator/plan/step_costs.h"
 #include "coordinator/run/process_limits.h"
+#include "coordinator/util/command_name.h"
 #include "coordinator/util/progress_bar.h"
 #include "coordinator/util/signals.h"
 #include "coordinator/util/version.h"
@@ -117,6 +118,7 @@ int with_stdout_written(int code) {
 
 int main(int argc, char** argv) {
   using namespace devmap;
+  set_command_name(argc > 0 ? argv[0] : nullptr);
   install_interrupt_handlers();
   return with_stdout_written(exit_code_of([&] {
     CommandLine cl = parse_command_line(argc, argv);

@@ -15,7 +15,7 @@ struct RunOptions {
   // steps too (otherwise every tenth of an epoch).
   bool log_every_given = false;
   bool param_stats = false;  // log per-parameter gradient and update norms of step 1
-  std::string worker_dir;    // where worker_cpu lives; empty: beside the coordinator
+  std::string worker_dir;    // where worker_cpu lives; empty: see find_worker_program
   bool log_placement = false;
   bool profile = false;  // time every op in the workers; print and log the table at the end
   // --trace FILE: the run's timeline as Chrome trace-event JSON

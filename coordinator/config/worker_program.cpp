@@ -5,22 +5,36 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "coordinator/util/program_paths.h"
 #include "core/base/error.h"
 
 namespace devmap {
 
 std::string worker_program_dir(const RunOptions& options) {
   if (!options.worker_dir.empty()) return options.worker_dir;
-  if (const char* env = std::getenv("DEVMAP_WORKER_DIR")) return env;
+  if (const char* env = std::getenv("DEVMAP_WORKER_DIR"); env && *env) return env;
+  if (const std::string cpu = find_companion_program("worker_cpu"); !cpu.empty())
+    return std::filesystem::path(cpu).parent_path().string();
   return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
 }
 
 std::string find_worker_program(const RunOptions& options, DeviceKind kind) {
-  std::string name = kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
-  std::filesystem::path p = std::filesystem::path(worker_program_dir(options)) / name;
-  if (::access(p.c_str(), X_OK) != 0)
-    throw_runtime("cannot find the worker program " + p.string() + " (build it, or set DEVMAP_WORKER_DIR)");
-  return p.string();
+  const std::string name = kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
+  std::filesystem::path dir = options.worker_dir;
+  if (dir.empty())
+    if (const char* env = std::getenv("DEVMAP_WORKER_DIR"); env && *env) dir = env;
+  if (!dir.empty()) {
+    const std::filesystem::path p = dir / name;
+    if (::access(p.c_str(), X_OK) != 0)
+      throw_runtime("cannot find the worker program " + p.string() + " (build it, or set DEVMAP_WORKER_DIR)");
+    return p.string();
+  }
+  if (std::string p = find_companion_program(name); !p.empty()) return p;
+  std::string looked;
+  for (const std::filesystem::path& d : companion_program_dirs())
+    looked += (looked.empty() ? "" : " or ") + (d / name).string();
+  throw_runtime("cannot find the worker program " + (looked.empty() ? name : looked) +
+                " (build it, or set DEVMAP_WORKER_DIR)");
 }
 
 }  // namespace devmap

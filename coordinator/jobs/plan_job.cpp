@@ -13,6 +13,7 @@
 #include "coordinator/run/run_outputs.h"
 #include "coordinator/run/session.h"
 #include "coordinator/util/atomic_file.h"
+#include "coordinator/util/command_name.h"
 
 namespace devmap {
 
@@ -52,8 +53,8 @@ int run_plan(const Config& config, const PlanOptions& options) {
     std::cerr << "devmap: placement picture: " << options.dot_path << "\n";
   }
   if (!options.emit_map_path.empty()) {
-    const std::string header = "The placement of " + config.path + " as `coordinator plan --emit-map` wrote it:\n" +
-                               "launch this file as it is, or edit device_map.";
+    const std::string header = "The placement of " + config.path + " as `" + command_name() +
+                               " plan --emit-map` wrote it:\n" + "launch this file as it is, or edit device_map.";
     write_file_atomically(options.emit_map_path,
                           config_with_device_map({&config, &plan.graph, memory.split.count, header}), "--emit-map");
     std::cerr << "devmap: device map: " << options.emit_map_path << "\n";

@@ -28,6 +28,7 @@
 #include "coordinator/run/worker_group.h"
 #include "coordinator/telemetry/metrics_log.h"
 #include "coordinator/telemetry/trace_log.h"
+#include "coordinator/util/command_name.h"
 #include "coordinator/util/progress_bar.h"
 #include "coordinator/util/signals.h"
 #include "coordinator/util/version.h"
@@ -540,9 +541,9 @@ class Trainer {
     s.headline = headline.str();
     s.details = "step time: measured " + fmt("%.1f", measured * 1e3) + " ms (median), predicted " +
                 fmt("%.1f", predicted.step_seconds * 1e3) + " ms" +
-                (predicted.estimated.empty()
-                     ? " from the calibration"
-                     : " from FLOPs estimates (run `coordinator calibrate " + config_.path + "` to measure)") +
+                (predicted.estimated.empty() ? " from the calibration"
+                                             : " from FLOPs estimates (run `" + command_name() + " calibrate " +
+                                                   config_.path + "` to measure)") +
                 "\nweights: " + store_.path() + "\n";
     return s;
   }

@@ -10,6 +10,7 @@
 #include "coordinator/config/placement.h"
 #include "coordinator/plan/calibration_cache.h"
 #include "coordinator/plan/step_costs.h"
+#include "coordinator/util/command_name.h"
 #include "coordinator/util/json_writer.h"
 #include "coordinator/util/signals.h"
 #include "core/base/error.h"
@@ -197,7 +198,7 @@ void print_auto_placement(const PlacementPlan& plan, const Config& config, std::
     os << "  estimated from FLOPs, not measured:";
     for (size_t i = 0; i < plan.estimated.size() && i < 4; ++i) os << (i ? ", " : " ") << plan.estimated[i];
     if (plan.estimated.size() > 4) os << " and " << plan.estimated.size() - 4 << " more";
-    os << " (run `coordinator calibrate " << config.path << "`)\n";
+    os << " (run `" << command_name() << " calibrate " << config.path << "`)\n";
   }
   if (!plan.runners_up.empty()) os << "  runners-up:\n";
   for (const RejectedPlan& r : plan.runners_up)

@@ -5,6 +5,7 @@
 
 #include "coordinator/data/idx_reader.h"
 #include "coordinator/data/image_input.h"
+#include "coordinator/util/command_name.h"
 #include "coordinator/util/json_writer.h"
 #include "core/base/error.h"
 #include "core/exec/worker_plan.h"
@@ -250,8 +251,8 @@ std::vector<std::string> describe_auto_choice(const JobMemory& memory, const std
     std::string names;
     for (size_t i = 0; i < memory.estimated.size() && i < 4; ++i) names += (i ? ", " : "") + memory.estimated[i];
     if (memory.estimated.size() > 4) names += " and " + std::to_string(memory.estimated.size() - 4) + " more";
-    out.push_back("predicted from estimates, not measurements, for " + names + ": run `coordinator calibrate " +
-                  config_path + "`");
+    out.push_back("predicted from estimates, not measurements, for " + names + ": run `" + command_name() +
+                  " calibrate " + config_path + "`");
   }
   return out;
 }

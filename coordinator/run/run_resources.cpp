@@ -15,6 +15,7 @@
 #include <random>
 
 #include "coordinator/run/stale_runs.h"
+#include "coordinator/util/program_paths.h"
 #include "core/base/error.h"
 #include "transport/run_cleanup.h"
 #include "transport/run_names.h"
@@ -78,13 +79,10 @@ RunResources::RunResources(StaleRuns stale) : run_id_(make_run_id()), dir_(temp_
 }
 
 void RunResources::start_guard() {
-  // The guard lives beside the coordinator (tests: beside their binary).
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return;
-  std::string program(self, static_cast<size_t>(n));
-  program = program.substr(0, program.find_last_of('/') + 1) + "devmap_run_guard";
-  if (::access(program.c_str(), X_OK) != 0) return;  // without it, workers and the next run's sweep clean up
+  // The guard lives beside the coordinator (tests: beside their binary) or,
+  // installed, in its helper folder (coordinator/util/program_paths.h).
+  const std::string program = find_companion_program("devmap_run_guard");
+  if (program.empty()) return;  // without it, workers and the next run's sweep clean up
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return;
   posix_spawn_file_actions_t actions;

@@ -7,8 +7,9 @@
 // destructor removes all of them, so every exit path that unwinds cleans
 // up; signal handlers only set a flag and let the run loop unwind. For the
 // exits that do not unwind (SIGKILL, a crash), the constructor starts
-// devmap_run_guard from the coordinator's folder (run_guard_main.cpp),
-// which removes the run's names once this process is gone.
+// devmap_run_guard from the coordinator's folder or its installed helper
+// folder (run_guard_main.cpp, coordinator/util/program_paths.h), which
+// removes the run's names once this process is gone.
 #pragma once
 
 #include <sys/types.h>

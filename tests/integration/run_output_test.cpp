@@ -218,6 +218,25 @@ TEST(CommandLineHelp, EachSubcommandDescribesItsOwnOptions) {
   EXPECT_NE(all.out.find("SUBCOMMAND --help"), std::string::npos);
 }
 
+// Help and the messages that say what to type next name the command the
+// user ran: the program's own name (installed: devmap), or what
+// scripts/launch.sh put in DEVMAP_LAUNCH_AS.
+TEST(CommandLineHelp, NamesTheCommandTheUserRan) {
+  TempDir dir;
+  const std::string devmap = dir.path() + "/devmap";
+  ASSERT_EQ(::symlink(DEVMAP_COORDINATOR_BIN, devmap.c_str()), 0);
+  ProcessResult r = run_process({devmap, "--help"}, dir.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("usage: devmap [SUBCOMMAND] CONFIG [options]\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("Options (devmap SUBCOMMAND --help lists each one's):"), std::string::npos) << r.out;
+  r = run_process({devmap, "plan", kConfigs + "fashion_mnist_cnn.yaml", "--resume"}, dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.first_err_line(), "--resume is an option of train, not of plan (see devmap plan --help)");
+  r = run_process({DEVMAP_COORDINATOR_BIN, "calibrate", "--help"}, dir.path(), {"DEVMAP_LAUNCH_AS=scripts/launch.sh"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("usage: scripts/launch.sh calibrate CONFIG [options]\n", 0), 0u) << r.out;
+}
+
 TEST(CommandLineHelp, TyposGetTheNearestName) {
   TempDir dir;
   const std::string config = kConfigs + "fashion_mnist_cnn.yaml";
