@@ -9,10 +9,20 @@
 #include "core/base/error.h"
 
 namespace devmap {
+namespace {
 
-std::string worker_program_dir(const RunOptions& options) {
+// The folder the user named: options.worker_dir, else $DEVMAP_WORKER_DIR;
+// empty when neither is set.
+std::string named_worker_dir(const RunOptions& options) {
   if (!options.worker_dir.empty()) return options.worker_dir;
   if (const char* env = std::getenv("DEVMAP_WORKER_DIR"); env && *env) return env;
+  return "";
+}
+
+}  // namespace
+
+std::string worker_program_dir(const RunOptions& options) {
+  if (std::string named = named_worker_dir(options); !named.empty()) return named;
   if (const std::string cpu = find_companion_program("worker_cpu"); !cpu.empty())
     return std::filesystem::path(cpu).parent_path().string();
   return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
@@ -20,10 +30,7 @@ std::string worker_program_dir(const RunOptions& options) {
 
 std::string find_worker_program(const RunOptions& options, DeviceKind kind) {
   const std::string name = kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
-  std::filesystem::path dir = options.worker_dir;
-  if (dir.empty())
-    if (const char* env = std::getenv("DEVMAP_WORKER_DIR"); env && *env) dir = env;
-  if (!dir.empty()) {
+  if (const std::filesystem::path dir = named_worker_dir(options); !dir.empty()) {
     const std::filesystem::path p = dir / name;
     if (::access(p.c_str(), X_OK) != 0)
       throw_runtime("cannot find the worker program " + p.string() + " (build it, or set DEVMAP_WORKER_DIR)");
