@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #include "coordinator/util/program_paths.h"
 #include "core/base/error.h"
@@ -25,7 +26,8 @@ std::string worker_program_dir(const RunOptions& options) {
   if (std::string named = named_worker_dir(options); !named.empty()) return named;
   if (const std::string cpu = find_companion_program("worker_cpu"); !cpu.empty())
     return std::filesystem::path(cpu).parent_path().string();
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+  const std::vector<std::filesystem::path> dirs = companion_program_dirs();
+  return dirs.empty() ? std::string(".") : dirs.front().string();
 }
 
 std::string find_worker_program(const RunOptions& options, DeviceKind kind) {
