@@ -60,11 +60,21 @@ if [[ -n "${DEVMAP_BUILD_DIR:-}" || -n "$under_launcher" ]]; then
     && echo " (under mpirun or srun nothing is built: run scripts/build.sh ${DEVMAP_PRESET:-release} on every host first)")"
 else
   "$root/scripts/setup.sh"
-  # devmap_run_programs: the coordinator and every worker program the build
-  # has (worker_gpu where CMake found CUDA and cuDNN). The build's output
-  # shows, but not the two lines every up-to-date build prints.
+  # The build's output shows, but not the two lines every up-to-date build
+  # prints. build TARGET... prints the build folder.
   quiet_build() { grep -v -E '^(\[[0-9]+/[0-9]+\] Re-checking globbed directories\.\.\.|ninja: no work to do\.)$' || true; }
-  dir=$({ "$root/scripts/build.sh" "${DEVMAP_PRESET:-release}" devmap_run_programs 2>&1 1>&3 3>&- | quiet_build >&2; } 3>&1)
+  build() { { "$root/scripts/build.sh" "${DEVMAP_PRESET:-release}" "$@" 2>&1 1>&3 3>&- | quiet_build >&2; } 3>&1; }
+  # Only what this run needs, so the first run starts sooner: the
+  # coordinator and worker_cpu, then worker_gpu (nvcc: a third of a full
+  # build) when the config declares a GPU device and CMake found CUDA and
+  # cuDNN; bin/worker_gpu.absent says why a build has none, and the
+  # coordinator says it again when the config asks for a GPU.
+  dir=$(build coordinator worker_cpu)
+  if [[ ! -e "$dir/bin/worker_gpu.absent" ]]; then
+    # A config that does not load lists nothing: the run below says why.
+    programs=$("$dir/bin/coordinator" "$@" --worker-programs 2>/dev/null || true)
+    if grep -qx worker_gpu <<<"$programs"; then build worker_gpu >/dev/null; fi
+  fi
 fi
 
 # How the user ran this script: the coordinator starts its resume line with

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds everything with warnings as errors and
-# runs every test under ctest. Extra arguments go to ctest (e.g. -R Config).
+# Installs what is missing, builds everything and runs every test under
+# ctest. Extra arguments go to ctest (e.g. -R Config).
 #
 #   scripts/test.sh [--sanitizers] [CTEST_ARGS...]
+#
+# The build: with CI=true the ci preset (warnings as errors); otherwise the
+# release preset, the build scripts/launch.sh makes, so that one build
+# serves both. DEVMAP_PRESET picks another (DEVMAP_PRESET=ci: warnings as
+# errors here too).
 #
 # After the suite, the emulated stage (scripts/emulated_cpus.sh) runs the
 # bit-invariance tests under qemu-user's Haswell and EPYC-Milan, where
@@ -47,11 +52,13 @@ stage() {
   stage_name=$1 stage_start=$SECONDS
 }
 
-stage "build (ci)"
-dir=$("$root/scripts/build.sh" ci)
-stage "test (ci)"
+preset=${DEVMAP_PRESET:-release}
+[[ "${CI:-}" == "true" ]] && preset=${DEVMAP_PRESET:-ci}
+stage "build ($preset)"
+dir=$("$root/scripts/build.sh" "$preset")
+stage "test ($preset)"
 (cd "$dir" && ctest --output-on-failure --timeout 600 -j "$jobs" "${args[@]}")
-check_segments "ci"
+check_segments "$preset"
 
 stage "emulated CPUs"
 if [[ ${#args[@]} -eq 0 ]]; then

@@ -141,6 +141,10 @@ const std::vector<OptionSpec>& options() {
        "write the config with its placement as a plain device\nmap (default + place per op) and the "
        "micro-batches the\nplan runs: a file to read, edit and launch as it is",
        [](CL& c, S, S v) { c.emit_map_path = v; }},
+      {"--worker-programs", nullptr, kAll,
+       "print the worker programs the config's devices run,\none a line (worker_cpu, worker_gpu), and exit;\n"
+       "scripts/launch.sh builds just those",
+       [](CL& c, S, S) { c.worker_programs = true; }},
       {"--version", nullptr, kAll, "print the version and exit", [](CL& c, S, S) { c.version = true; }},
       {"--help", nullptr, kAll, "this text (also -h); SUBCOMMAND --help: its own options",
        [](CL& c, S, S) { c.help = true; }},

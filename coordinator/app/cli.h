@@ -24,6 +24,7 @@ struct CommandLine {
   std::string dot_path, emit_map_path;  // plan --dot, --emit-map
   bool help = false;
   bool version = false;
+  bool worker_programs = false;  // --worker-programs
 };
 
 // Throws devmap::Error (kInvalidInput) with a message that ends in

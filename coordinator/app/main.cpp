@@ -8,6 +8,7 @@
 #include "coordinator/app/cli.h"
 #include "coordinator/app/job_ranks.h"
 #include "coordinator/config/loader.h"
+#include "coordinator/config/worker_program.h"
 #include "coordinator/jobs/calibrate_job.h"
 #include "coordinator/jobs/plan_job.h"
 #include "coordinator/jobs/predict_job.h"
@@ -134,6 +135,10 @@ int main(int argc, char** argv) {
     // loss op, whatever the file's job says (a --set job=... still wins).
     if (parse_job(cl.subcommand) == Job::kPredict) cl.overrides.insert(cl.overrides.begin(), "job=predict");
     Config config = load_config(cl.config_path, cl.overrides);
+    if (cl.worker_programs) {
+      for (const std::string& name : worker_programs(config)) std::cout << name << "\n";
+      return 0;
+    }
     set_grace_period(std::chrono::milliseconds(static_cast<int64_t>(config.faults.grace_period * 1000)));
     // The CPU workers would fail on a bad DEVMAP_CPU_PATH or DEVMAP_GEMM: say so before any starts.
     cpu_path_from_environment();

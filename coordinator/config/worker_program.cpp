@@ -22,6 +22,21 @@ std::string named_worker_dir(const RunOptions& options) {
 
 }  // namespace
 
+const char* worker_program_name(DeviceKind kind) {
+  return kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
+}
+
+std::vector<std::string> worker_programs(const Config& config) {
+  std::vector<std::string> names;
+  for (DeviceKind kind : {DeviceKind::kCpu, DeviceKind::kGpu})
+    for (const DeviceSpec& d : config.devices)
+      if (d.kind == kind) {
+        names.push_back(worker_program_name(kind));
+        break;
+      }
+  return names;
+}
+
 std::string worker_program_dir(const RunOptions& options) {
   if (std::string named = named_worker_dir(options); !named.empty()) return named;
   if (const std::string cpu = find_companion_program("worker_cpu"); !cpu.empty())
@@ -31,7 +46,7 @@ std::string worker_program_dir(const RunOptions& options) {
 }
 
 std::string find_worker_program(const RunOptions& options, DeviceKind kind) {
-  const std::string name = kind == DeviceKind::kCpu ? "worker_cpu" : "worker_gpu";
+  const std::string name = worker_program_name(kind);
   if (const std::filesystem::path dir = named_worker_dir(options); !dir.empty()) {
     const std::filesystem::path p = dir / name;
     if (::access(p.c_str(), X_OK) != 0)

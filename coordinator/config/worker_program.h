@@ -2,11 +2,20 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "coordinator/config/config.h"
 #include "coordinator/config/run_options.h"
 #include "core/base/device_kind.h"
 
 namespace devmap {
+
+// The worker program a device kind runs: "worker_cpu" or "worker_gpu".
+const char* worker_program_name(DeviceKind kind);
+
+// The worker programs the config's declared devices run, each once,
+// worker_cpu first (`--worker-programs`; scripts/launch.sh builds these).
+std::vector<std::string> worker_programs(const Config& config);
 
 // Where the worker programs are: options.worker_dir, else
 // $DEVMAP_WORKER_DIR, else the first folder of companion_program_dirs()
