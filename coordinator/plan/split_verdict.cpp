@@ -10,6 +10,8 @@
 #include "coordinator/plan/step_costs.h"
 #include "coordinator/util/command_name.h"
 #include "core/base/error.h"
+#include "core/base/format_bytes.h"
+#include "core/plan/program.h"
 
 namespace devmap {
 namespace {
@@ -57,9 +59,7 @@ std::string threads_phrase(int threads) {
 }
 
 std::string alone_phrase(const SingleDevice& a) {
-  std::string s = a.device + " alone" + (a.gpu ? "" : " with " + threads_phrase(a.threads));
-  if (a.micro_batches > 1) s += " (" + std::to_string(a.micro_batches) + " micro-batches to fit its memory_limit)";
-  return s;
+  return a.device + " alone" + (a.gpu ? "" : " with " + threads_phrase(a.threads));
 }
 
 // A config and graph that run the model lock-step at the full batch (the
@@ -94,6 +94,19 @@ VariantStep predict_variant(const Variant& v, const RunOptions& options, const J
   const JobPlan plan(v.config, options, v.graph, shape);
   return {predict_run_step(v.config, options, plan.graph, plan.partition, plan.memory),
           static_cast<int>(plan.memory.split.count)};
+}
+
+// Why `v` (one device) cannot run: "needs 39.79 MiB at one sample but its
+// memory_limit is 20.00 MiB", else `error` without the config's path.
+std::string no_fit_reason(const Variant& v, const std::string& error) {
+  const Program program = build_training_program(v.graph);
+  const Partition partition = partition_program(v.graph, program);
+  const PlanInputs inputs = plan_inputs(v.config, v.graph, program, partition, external_ops(v.graph, {}));
+  for (const DeviceMemoryPlan& d : plan_memory(inputs, 1).devices)
+    if (!d.fits())
+      return "needs " + format_bytes(d.total()) + " at one sample but its memory_limit is " + format_bytes(d.limit);
+  const std::string prefix = v.config.path + ": ";
+  return error.rfind(prefix, 0) == 0 ? error.substr(prefix.size()) : error;
 }
 
 // Whether every computed op of `graph` has a kernel of `kind`.
@@ -131,9 +144,7 @@ void gather_alone(const Config& config, const RunOptions& options, const Graph& 
       if (!in.alone || best->seconds < in.alone->seconds) in.alone = best;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kInvalidInput) throw;
-      std::string why = e.what();
-      if (why.rfind(config.path + ": ", 0) == 0) why = why.substr(config.path.size() + 2);
-      in.no_fit.push_back({d.name, why});
+      in.no_fit.push_back({d.name, no_fit_reason(lockstep_variant(config, graph, d.name, d.threads), e.what())});
     }
   }
 }
@@ -160,6 +171,8 @@ std::vector<std::string> split_verdict_lines(const SplitVerdictInputs& in) {
   if (in.alone) {
     head += ", " + against_than(step, in.alone->seconds) + " " + alone_phrase(*in.alone) + " (" +
             ms(in.alone->seconds) + " predicted, " + source(in.alone->calibrated);
+    if (in.alone->micro_batches > 1)
+      head += "; as " + std::to_string(in.alone->micro_batches) + " micro-batches to fit its memory_limit";
     if (mismatch) head += "; predicted against predicted: " + against(in.predicted, in.alone->seconds);
     head += ")";
   }

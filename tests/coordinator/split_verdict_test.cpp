@@ -154,6 +154,16 @@ TEST(SplitVerdict, NoSingleDeviceFitsSaysWhy) {
       << joined(lines);
 }
 
+TEST(SplitVerdict, ADeviceAloneThatNeedsMicroBatchesSaysSo) {
+  SplitVerdictInputs in = pipelined();
+  in.alone = SingleDevice{"cpu:1", false, 1, 1, 0.1430, true, 22};
+  const std::vector<std::string> lines = split_verdict_lines(in);
+  EXPECT_NE(lines.front().find("1.98x faster than cpu:1 alone with 1 thread (143.0 ms predicted, calibrated; as 22 "
+                               "micro-batches to fit its memory_limit)"),
+            std::string::npos)
+      << joined(lines);
+}
+
 TEST(SplitVerdict, LockStepSplitOfOneBatchHasNoMicroBatchLine) {
   SplitVerdictInputs in = pipelined();
   in.schedule = "lock-step";
