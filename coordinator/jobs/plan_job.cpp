@@ -9,6 +9,7 @@
 #include "coordinator/plan/placement_dot.h"
 #include "coordinator/plan/plan_report.h"
 #include "coordinator/plan/round_trips_report.h"
+#include "coordinator/plan/split_verdict.h"
 #include "coordinator/plan/step_costs.h"
 #include "coordinator/run/run_outputs.h"
 #include "coordinator/run/session.h"
@@ -47,6 +48,11 @@ int run_plan(const Config& config, const PlanOptions& options) {
     const RoundTrips trips = find_round_trips(plan.graph, plan.program, config.placed_by_user());
     if (!trips.ops.empty()) std::cout << "\n";
     print_round_trips(trips, plan.graph, memory.split.requested, "", std::cout);
+    if (training)
+      if (const std::string verdict =
+              split_verdict_text({config, options.run, plan.graph, partition, memory, std::nullopt}, std::cerr);
+          !verdict.empty())
+        std::cout << "\n" << verdict;
   }
   if (!options.dot_path.empty()) {
     write_placement_picture(options.dot_path, placement_dot({&config, &plan.graph, &partition, &memory, batch}));

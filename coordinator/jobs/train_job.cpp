@@ -21,6 +21,7 @@
 #include "coordinator/jobs/memory_report.h"
 #include "coordinator/jobs/run_epilogue.h"
 #include "coordinator/plan/job_memory.h"
+#include "coordinator/plan/split_verdict.h"
 #include "coordinator/plan/step_costs.h"
 #include "coordinator/run/batch_feeder.h"
 #include "coordinator/run/run_outputs.h"
@@ -544,7 +545,10 @@ class Trainer {
                 (predicted.estimated.empty() ? " from the calibration"
                                              : " from FLOPs estimates (run `" + command_name() + " calibrate " +
                                                    config_.path + "` to measure)") +
-                "\nweights: " + store_.path() + "\n";
+                "\n" +
+                split_verdict_text(
+                    {config_, options_, session.graph(), session.partition(), session.memory(), measured}, std::cerr) +
+                "weights: " + store_.path() + "\n";
     return s;
   }
 

@@ -225,6 +225,37 @@ TEST(PlacementPlanner, AFastDeviceWithLittleMemoryBesideSlowOnesWithPlenty) {
   EXPECT_EQ(res.plan.estimated.size(), 8u);  // no measurement at all: 4 dense, 3 relu and the loss
 }
 
+// `auto` never chooses a plan it predicts slower than the model on one
+// device alone, where that device fits it: every device alone is a
+// candidate of both searches (chains and other graphs).
+TEST(PlacementPlanner, NeverSlowerThanASingleDeviceThatFits) {
+  std::mt19937 rng(36);
+  int alone_fits = 0, split_forced = 0;
+  for (int trial = 0; trial < 16; ++trial) {
+    const bool chain = trial % 2 == 0;
+    const Graph g = chain ? reference_cnn() : planner_test::random_dag(rng, 6, int64_t{64} << (rng() % 4));
+    const int64_t batch = 32;
+    PlacementRequest r = request_for(g, random_devices(rng, 2, whole_model_bytes(g, 1)), batch);
+    const PlacementResult res = plan_placement(r);
+    if (!res.fits) continue;
+    PlacementScorer scorer(r);
+    bool any_alone = false;
+    for (int d = 0; d < scorer.device_count(); ++d) {
+      const PlacementScore alone = scorer.score(scorer.complete(std::vector<int>(static_cast<size_t>(g.size()), d)));
+      if (!alone.fits) continue;
+      any_alone = true;
+      EXPECT_LE(res.plan.choice.step_seconds, alone.best.step_seconds * (1 + 1e-12))
+          << "trial " << trial << ": " << describe_placement(g, res.plan.placement) << " against "
+          << r.devices[static_cast<size_t>(d)].name << " alone";
+    }
+    ++(any_alone ? alone_fits : split_forced);
+    if (!any_alone) {
+      EXPECT_GT(res.plan.devices.size(), 1u) << "trial " << trial;
+    }
+  }
+  EXPECT_GE(alone_fits, 4);
+}
+
 TEST(PlacementPlanner, PinsStayWhereTheUserPutThem) {
   const Graph g = reference_cnn();
   PlacementRequest r = request_for(g, {cpu_like("cpu:0", 0), gpu_like("gpu:0", 0)}, 64);
