@@ -4,25 +4,144 @@
 #include <numeric>
 
 #include "coordinator/data/idx_reader.h"
+#include "coordinator/data/npy.h"
 #include "core/base/error.h"
 #include "core/base/random.h"
 
 namespace devmap {
+namespace {
+
+int64_t kept(int64_t count, int64_t limit) {
+  if (limit < 0) throw_invalid("a sample limit must be >= 0, got " + std::to_string(limit));
+  return limit > 0 && limit < count ? limit : count;
+}
+
+// The images array's per-sample shape: N x C x H x W, or N x H x W as one channel.
+Shape sample_shape_of(const NpyArray& a) {
+  if (a.shape.size() == 4) return Shape{a.shape[1], a.shape[2], a.shape[3]};
+  if (a.shape.size() == 3) return Shape{1, a.shape[1], a.shape[2]};
+  throw_invalid("'" + a.where + "' holds an array of shape " + a.shape_text() +
+                ": images must be N x C x H x W or N x H x W");
+}
+
+NpyArray open_images(const std::string& name, const std::string& path) {
+  NpyArray a = open_numpy_array(path, {"images", "x", "x_" + name});
+  if (a.type != NpyType::kU8 && a.type != NpyType::kF32)
+    throw_invalid("'" + a.where + "' holds " + npy_type_name(a.type) +
+                  " images: devmap reads uint8 (pixels 0-255) or float32 (as they are); convert with "
+                  "arr.astype(numpy.float32)");
+  sample_shape_of(a);
+  return a;
+}
+
+// Label i of an integer array, checked to be a class index 0-255.
+uint8_t label_at(const NpyArray& a, int64_t i) {
+  const size_t width = npy_type_bytes(a.type);
+  uint64_t raw = 0;
+  std::memcpy(&raw, a.data + static_cast<size_t>(i) * width, width);  // little-endian, as the file is
+  int64_t v = 0;
+  switch (a.type) {
+    case NpyType::kI8: v = static_cast<int8_t>(raw); break;
+    case NpyType::kI16: v = static_cast<int16_t>(raw); break;
+    case NpyType::kI32: v = static_cast<int32_t>(raw); break;
+    case NpyType::kI64: v = static_cast<int64_t>(raw); break;
+    default: v = raw > 255 ? 256 : static_cast<int64_t>(raw); break;
+  }
+  if (v < 0 || v > 255)
+    throw_invalid("'" + a.where + "' label " + std::to_string(i) + " is " + std::to_string(v) +
+                  ": labels are class indices 0-255");
+  return static_cast<uint8_t>(v);
+}
+
+Dataset with_images(const std::string& name, const NpyArray& img, int64_t limit) {
+  Dataset d;
+  d.name = name;
+  d.count = kept(img.shape[0], limit);
+  d.sample_shape = sample_shape_of(img);
+  d.float_pixels = img.type == NpyType::kF32;
+  d.pixels = img.data;
+  d.pixels_owner = img.owner;
+  return d;
+}
+
+void check_shape(const Dataset& d, const std::string& images, const Shape& expected) {
+  if (d.sample_shape != expected)
+    throw_invalid(d.name + " data: images in " + images + " are " + d.sample_shape.to_string() +
+                  " per sample, but the model's input op expects " + expected.to_string());
+}
+
+Dataset load_numpy_dataset(const std::string& name, const std::string& images, const std::string& labels,
+                           int64_t limit) {
+  const NpyArray img = open_images(name, images);
+  const NpyArray lab = open_numpy_array(labels, {"labels", "y", "y_" + name});
+  if (!npy_type_is_integer(lab.type))
+    throw_invalid("'" + lab.where + "' holds " + npy_type_name(lab.type) +
+                  " labels: labels are integers (convert with arr.astype(numpy.int64))");
+  if (lab.shape.size() != 1)
+    throw_invalid("'" + lab.where + "' holds an array of shape " + lab.shape_text() +
+                  ": labels must be one integer a sample, shape (N,)");
+  if (img.shape[0] != lab.shape[0])
+    throw_invalid("'" + img.where + "' holds " + std::to_string(img.shape[0]) + " images but '" + lab.where +
+                  "' holds " + std::to_string(lab.shape[0]) + " labels: they must come in pairs");
+  Dataset d = with_images(name, img, limit);
+  d.labels.resize(static_cast<size_t>(d.count));
+  for (int64_t i = 0; i < d.count; ++i) d.labels[static_cast<size_t>(i)] = label_at(lab, i);
+  return d;
+}
+
+Dataset load_idx(const std::string& name, const std::string& images, const std::string& labels, int64_t limit) {
+  LabeledImages pair = load_idx_dataset(images, labels, limit);  // checks the counts agree
+  auto bytes = std::make_shared<std::vector<uint8_t>>(std::move(pair.images.bytes));
+  Dataset d;
+  d.name = name;
+  d.count = pair.images.count;
+  d.sample_shape = Shape{1, pair.images.rows, pair.images.cols};
+  d.pixels = bytes->data();
+  d.pixels_owner = bytes;
+  d.labels = std::move(pair.labels);
+  return d;
+}
+
+}  // namespace
 
 Dataset load_dataset(const std::string& name, const std::string& images, const std::string& labels, int64_t limit,
                      const Shape& expected) {
-  LabeledImages pair = load_idx_dataset(images, labels, limit);  // checks the counts agree
-  ImageSet& img = pair.images;
-  Dataset d;
-  d.name = name;
-  d.labels = std::move(pair.labels);
-  d.count = img.count;
-  d.sample_shape = Shape{1, img.rows, img.cols};
-  if (d.sample_shape != expected)
-    throw_invalid(name + " data: images in " + images + " are " + d.sample_shape.to_string() +
-                  " per sample, but the model's input op expects " + expected.to_string());
-  d.pixels = std::move(img.pixels);
+  Dataset d = is_numpy_path(images) || is_numpy_path(labels) ? load_numpy_dataset(name, images, labels, limit)
+                                                             : load_idx(name, images, labels, limit);
+  check_shape(d, images, expected);
   return d;
+}
+
+Dataset load_numpy_images(const std::string& images, const Shape& expected) {
+  Dataset d = with_images("input", open_images("input", images), 0);
+  check_shape(d, images, expected);
+  return d;
+}
+
+void sample_pixels(const Dataset& data, int64_t s, float* out) {
+  const int64_t n = data.sample_numel();
+  if (data.float_pixels) {
+    // A mapped .npz member need not be 4-byte aligned.
+    std::memcpy(out, data.pixels + s * n * 4, static_cast<size_t>(n) * sizeof(float));
+  } else {
+    const uint8_t* in = data.pixels + s * n;
+    for (int64_t i = 0; i < n; ++i) out[i] = pixel_value(in[i]);
+  }
+}
+
+uint64_t dataset_bytes(const std::string& images, int64_t limit) {
+  int64_t count = 0, numel = 0, width = 1;
+  if (is_numpy_path(images)) {
+    const NpyArray a = open_images("train", images);
+    count = a.shape[0];
+    numel = sample_shape_of(a).numel();
+    width = static_cast<int64_t>(npy_type_bytes(a.type));
+  } else {
+    IdxImageReader header(images);
+    count = header.count();
+    numel = header.rows() * header.cols();
+  }
+  return static_cast<uint64_t>(kept(count, limit)) * static_cast<uint64_t>(numel * width + 1);
 }
 
 std::vector<int64_t> epoch_order(int64_t count, uint64_t seed, int64_t epoch, bool shuffle) {
@@ -44,8 +163,8 @@ void fill_batch(const Dataset& data, const std::vector<int64_t>& order, int64_t 
                 float* labels) {
   const int64_t n = data.sample_numel();
   for (int64_t b = 0; b < batch; ++b) {
-    int64_t s = order[static_cast<size_t>(first + b)];
-    std::memcpy(images + b * n, data.pixels.data() + s * n, static_cast<size_t>(n) * sizeof(float));
+    const int64_t s = order[static_cast<size_t>(first + b)];
+    sample_pixels(data, s, images + b * n);
     labels[b] = static_cast<float>(data.labels[static_cast<size_t>(s)]);
   }
 }

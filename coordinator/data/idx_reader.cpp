@@ -142,10 +142,8 @@ ImageSet load_idx_images(const std::string& path, int64_t limit) {
   set.count = apply_limit(count, limit);
   const std::string what =
       std::to_string(count) + " images of " + std::to_string(set.rows) + "x" + std::to_string(set.cols);
-  std::vector<uint8_t> bytes = file.read_payload(set.count * set.rows * set.cols, what);
+  set.bytes = file.read_payload(set.count * set.rows * set.cols, what);
   if (set.count == count) file.expect_end(what);
-  set.pixels.resize(bytes.size());
-  for (size_t i = 0; i < bytes.size(); ++i) set.pixels[i] = static_cast<float>(bytes[i]) / 255.0f;
   return set;
 }
 
@@ -190,7 +188,7 @@ void IdxImageReader::read(int64_t n, float* out) {
     file_->idx.fail("is truncated: the header announces " + file_->what + " but the file ends after " +
                     std::to_string(next_ + static_cast<int64_t>(got / static_cast<size_t>(rows_ * cols_))) +
                     " whole images");
-  for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<float>(bytes_[i]) / 255.0f;
+  for (size_t i = 0; i < bytes; ++i) out[i] = pixel_value(bytes_[i]);
   next_ += n;
   if (next_ == count_) file_->idx.expect_end(file_->what);
 }

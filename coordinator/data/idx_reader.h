@@ -10,9 +10,15 @@
 
 namespace devmap {
 
+// A pixel byte as the model sees it: byte / 255, in [0, 1]. Every reader
+// of byte images converts with this one function.
+inline float pixel_value(uint8_t byte) {
+  return static_cast<float>(byte) / 255.0f;
+}
+
 struct ImageSet {
   int64_t count = 0, rows = 0, cols = 0;
-  std::vector<float> pixels;  // count*rows*cols, row-major per image, scaled to [0, 1] (byte / 255)
+  std::vector<uint8_t> bytes;  // count*rows*cols, row-major per image, as in the file (pixel_value converts)
 };
 
 // Reads an image file (magic 0x00000803: count, rows, cols, then pixels).

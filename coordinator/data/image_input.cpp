@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "coordinator/data/npy.h"
 #include "core/base/error.h"
 
 namespace devmap {
@@ -41,7 +42,7 @@ bool parse_csv_row(const std::string& path, int64_t line_no, std::string& line, 
     if (ec != std::errc() || q != stop || value < 0 || value > 255)
       throw_invalid(path + ":" + std::to_string(line_no) + ": column " + std::to_string(col + 1) +
                     " is not a pixel value 0-255: '" + std::string(p, stop) + "'");
-    if (out && col < width) out[col] = static_cast<float>(value) / 255.0f;
+    if (out && col < width) out[col] = pixel_value(static_cast<uint8_t>(value));
     ++col;
     if (!comma) break;
     p = comma + 1;
@@ -62,6 +63,12 @@ std::unique_ptr<std::ifstream> open_csv(const std::string& path) {
 
 PredictionInput::PredictionInput(const std::string& path, const Shape& expected)
     : path_(path), width_(expected.numel()) {
+  if (is_numpy_path(path)) {
+    numpy_ = std::make_unique<Dataset>(load_numpy_images(path, expected));
+    count_ = numpy_->count;
+    if (count_ == 0) throw_invalid(path + ": no images");
+    return;
+  }
   if (is_csv(path)) {
     // First pass: count and check every row, holding one line at a time.
     std::unique_ptr<std::ifstream> in = open_csv(path);
@@ -88,7 +95,9 @@ void PredictionInput::fill(int64_t first, int64_t n, float* images, float* label
     throw_runtime("images " + std::to_string(first) + ".." + std::to_string(first + n) + " of " + path_ +
                   " asked for out of order");  // a caller's bug
   std::memset(labels, 0, static_cast<size_t>(n) * sizeof(float));
-  if (idx_) {
+  if (numpy_) {
+    for (int64_t k = 0; k < n; ++k) sample_pixels(*numpy_, first + k, images + k * width_);
+  } else if (idx_) {
     idx_->read(n, images);
   } else {
     std::string line;

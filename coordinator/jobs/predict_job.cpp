@@ -11,6 +11,7 @@
 #include "coordinator/checkpoint/checkpoint.h"
 #include "coordinator/config/model.h"
 #include "coordinator/data/image_input.h"
+#include "coordinator/data/npy.h"
 #include "coordinator/data/prediction_writer.h"
 #include "coordinator/jobs/memory_report.h"
 #include "coordinator/jobs/run_epilogue.h"
@@ -78,7 +79,7 @@ void check_predict_files(const Config& config, const RunOptions& options, const 
                          const PredictOptions& po) {
   RunFiles files = run_files(config, outputs, options);
   files.inputs.push_back({"weights", po.weights});
-  files.inputs.push_back({"input", po.input});
+  files.inputs.push_back({"input", numpy_file_of(po.input)});  // FILE of FILE.npz:KEY
   files.outputs.push_back({"output", po.output});
   if (!options.trace_path.empty()) files.outputs.push_back({"--trace", options.trace_path});
   check_run_files(files);

@@ -17,6 +17,7 @@
 #include "coordinator/checkpoint/lock.h"
 #include "coordinator/checkpoint/store.h"
 #include "coordinator/data/dataset.h"
+#include "coordinator/data/npy.h"
 #include "coordinator/jobs/calibrate_job.h"
 #include "coordinator/jobs/memory_report.h"
 #include "coordinator/jobs/run_epilogue.h"
@@ -214,7 +215,7 @@ class Trainer {
     RunFiles files = run_files(config_, outputs_, options_);
     for (const std::string* data :
          {&config_.data.train_images, &config_.data.train_labels, &config_.data.test_images, &config_.data.test_labels})
-      files.inputs.push_back({"data file", *data});
+      files.inputs.push_back({"data file", numpy_file_of(*data)});  // FILE of FILE.npz:KEY
     if (!replica_.writes_outputs()) {  // a replica that writes nothing checks only what it reads
       check_run_files(RunFiles{files.inputs, {}});
       return;

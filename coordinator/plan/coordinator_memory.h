@@ -15,7 +15,7 @@
 namespace devmap {
 
 struct CoordinatorMemory {
-  uint64_t datasets = 0;      // training and test sets, as floats and labels (train jobs)
+  uint64_t datasets = 0;      // training and test sets, in their files' types, and labels (train jobs)
   uint64_t input_reader = 0;  // predict: one batch of the input file as read
   uint64_t input_slots = 0;   // the input segment
   uint64_t output_slots = 0;  // the output segment (predict)

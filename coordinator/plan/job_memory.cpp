@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "coordinator/data/idx_reader.h"
+#include "coordinator/data/dataset.h"
 #include "coordinator/data/image_input.h"
 #include "coordinator/util/command_name.h"
 #include "coordinator/util/json_writer.h"
@@ -12,17 +12,6 @@
 #include "transport/edge_plan.h"
 
 namespace devmap {
-namespace {
-
-// The bytes a data set of `path`'s images (at most `limit`, 0: all) takes
-// once loaded: a float per pixel and a byte per label.
-uint64_t dataset_bytes(const std::string& path, int64_t limit) {
-  IdxImageReader header(path);
-  const int64_t count = limit > 0 ? std::min(limit, header.count()) : header.count();
-  return static_cast<uint64_t>(count) * static_cast<uint64_t>(header.rows() * header.cols() * 4 + 1);
-}
-
-}  // namespace
 
 void attach_coordinator_memory(const Config& config, const Graph& graph, bool training, const std::vector<int>& outputs,
                                JobMemory& memory) {

@@ -50,10 +50,11 @@ TEST(IdxReader, ReadsPlainImages) {
   EXPECT_EQ(set.count, 3);
   EXPECT_EQ(set.rows, 2);
   EXPECT_EQ(set.cols, 4);
-  ASSERT_EQ(set.pixels.size(), 24u);
-  EXPECT_FLOAT_EQ(set.pixels[0], 0.0f);
-  EXPECT_FLOAT_EQ(set.pixels[5], 5.0f / 255.0f);
-  EXPECT_FLOAT_EQ(set.pixels[23], 23.0f / 255.0f);
+  ASSERT_EQ(set.bytes.size(), 24u);
+  EXPECT_EQ(set.bytes[0], 0);
+  EXPECT_EQ(set.bytes[5], 5);
+  EXPECT_EQ(set.bytes[23], 23);
+  EXPECT_FLOAT_EQ(pixel_value(set.bytes[5]), 5.0f / 255.0f);
 }
 
 TEST(IdxReader, ReadsGzipAndHonoursTheLimit) {
@@ -61,10 +62,10 @@ TEST(IdxReader, ReadsGzipAndHonoursTheLimit) {
   const std::string path = write_gz(dir.file("img.gz"), image_file(300, 16, 16));
   const ImageSet all = load_idx_images(path);
   EXPECT_EQ(all.count, 300);
-  EXPECT_FLOAT_EQ(all.pixels[255], 1.0f);
+  EXPECT_FLOAT_EQ(pixel_value(all.bytes[255]), 1.0f);
   const ImageSet some = load_idx_images(path, 7);
   EXPECT_EQ(some.count, 7);
-  EXPECT_EQ(some.pixels.size(), 7u * 256u);
+  EXPECT_EQ(some.bytes.size(), 7u * 256u);
   EXPECT_EQ(load_idx_images(path, 1000).count, 300);  // a limit above the count reads all
 
   const std::string labels = write_gz(dir.file("lab.gz"), label_file(25));
