@@ -652,7 +652,10 @@ class Trainer {
 
   void write_start(Session& session, bool first) {
     JsonObject start;
-    start.add("event", "start").add("run_id", session.run().run_id()).add("config_path", config_.path);
+    start.add("event", "start")
+        .add("job", "train")
+        .add("run_id", session.run().run_id())
+        .add("config_path", config_.path);
     if (first) start.add("resolved_config", config_.resolved_yaml).add_raw("versions", library_versions_json());
     start.add("attempt", attempts_);
     std::string workers = "[";

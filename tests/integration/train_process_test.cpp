@@ -123,6 +123,7 @@ TEST_F(TrainProcessTest, AWorkerThatFailsStopsTheRunWithItsMessageAndLeavesNothi
   EXPECT_NE(r.err.find("injected failure at step 3"), std::string::npos) << r.err;
   auto start = lines_with(read_file(metrics_), "start");
   ASSERT_EQ(start.size(), 1u);
+  EXPECT_EQ(json_field(start[0], "job"), "train");  // as predict's start says "predict"
   expect_nothing_left(json_field(start[0], "run_id"), dir_.path());
 }
 
