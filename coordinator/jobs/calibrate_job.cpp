@@ -107,7 +107,8 @@ RunTimes measure(const Config& c, const RunOptions& options, const Dataset& data
   const int64_t steps = warmup + repeats;
   std::map<int64_t, double> interval;  // by 1-based step, as the trace numbers them
   Clock::time_point last = Clock::now();
-  if (!feeder.run(OrderedSamples{data, order}, batch, memory.split.micro, 0, wire::kTrain, steps,
+  if (!feeder.run(OrderedSamples{data, order},
+                  {.batch_size = batch, .micro = memory.split.micro, .flags = wire::kTrain, .max_batches = steps},
                   [&](int64_t step, int64_t, const StepResult&, uint32_t) {
                     const Clock::time_point now = Clock::now();
                     interval[step + 1] = std::chrono::duration<double>(now - last).count();
@@ -153,7 +154,8 @@ class BackgroundLoad {
       try {
         BatchFeeder feeder(session_.workers(), session_.input(), session_.layout(), image, label);
         for (int64_t first = 0; !stop_; first += data.count / batch)
-          if (!feeder.run(OrderedSamples{data, order_}, batch, batch, first, wire::kTrain, -1,
+          if (!feeder.run(OrderedSamples{data, order_},
+                          {.batch_size = batch, .micro = batch, .first_step = first, .flags = wire::kTrain},
                           [](int64_t, int64_t, const StepResult&, uint32_t) {}))
             break;
       } catch (...) {

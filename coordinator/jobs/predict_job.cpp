@@ -169,8 +169,8 @@ PredictPassResult predict_all(const PredictPass& pass) {
   if (session.memory().rounds) feeder.set_micro_batches_per_round(session.memory().pipeline.micro_batches);
   ProgressBar bar("predict", count, std::max<int64_t>(count / 10, 1));
   const auto t0 = std::chrono::steady_clock::now();
-  const bool complete =
-      feeder.run(pass.input, batch, batch, 0, 0, -1, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
+  const bool complete = feeder.run(
+      pass.input, {.batch_size = batch, .micro = batch}, [&](int64_t, int64_t n, const StepResult&, uint32_t slot) {
         char* base = static_cast<char*>(session.output()->data()) + slot * out_layout.slot_bytes;
         if (pass.hosts) gather_rows_to_rank0(*pass.hosts, session.graph(), out_layout, base, n);
         if (!writer) return;

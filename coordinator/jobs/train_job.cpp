@@ -71,7 +71,7 @@ bool evaluate(BatchFeeder& feeder, const Dataset& test, int64_t batch_size, Eval
   EvalResult r;
   ProgressBar bar("  test", test.count, std::max<int64_t>(test.count, 1));
   int64_t done = 0;
-  bool complete = feeder.run(OrderedSamples{test, order}, batch_size, batch_size, 0, 0, -1,
+  bool complete = feeder.run(OrderedSamples{test, order}, {.batch_size = batch_size, .micro = batch_size},
                              [&](int64_t, int64_t batch, const StepResult& s, uint32_t) {
                                r.loss += static_cast<double>(s.loss) * static_cast<double>(batch);
                                r.metric += static_cast<double>(s.metric) * static_cast<double>(batch);
@@ -415,7 +415,12 @@ class Trainer {
                            options_.log_every_given ? options_.log_every : std::max<int64_t>(plan.steps / 10, 1));
     const DeviceBusy busy_before = group.busy();
     const bool complete = feeder.run(
-        OrderedSamples{train_, plan.order}, tc_.batch_size, memory.split.micro, step_, wire::kTrain, plan.steps,
+        OrderedSamples{train_, plan.order},
+        {.batch_size = tc_.batch_size,
+         .micro = memory.split.micro,
+         .first_step = step_,
+         .flags = wire::kTrain,
+         .max_batches = plan.steps},
         [&](int64_t i, int64_t batch, const StepResult& r, uint32_t) { end_step(group, progress, i, batch, r); });
     if (step_ == plan.epoch * steps_per_epoch_) epochs_done_ = plan.epoch;
     if (!complete) return false;

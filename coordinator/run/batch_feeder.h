@@ -44,20 +44,29 @@ class BatchFeeder {
     }
   }
 
-  // Runs batches of `batch_size` samples of `source` (OrderedSamples or
-  // PredictionInput: count() samples, fill() writes them in order; at most max_batches,
-  // -1: all), each as micro-batches of at most `micro` samples, as even as
-  // micro_batch_sizes() makes them (training only; others pass micro ==
-  // batch_size). Calls on_done(index, batch,
-  // result, slot) after each batch with its loss and metric (the workers add
-  // the micro-batches' shares of the batch's mean, chunk by chunk); the
-  // outputs of a batch run as one micro-batch stay in output slot `slot`
-  // until two more have been sent. After SIGINT or SIGTERM it stops at the
-  // next batch boundary (the micro-batches of a step always run to its
-  // end) and returns false; true when every batch ran.
+  // Runs batches of `job.batch_size` samples of `source` (OrderedSamples or
+  // PredictionInput: count() samples, fill() writes them in order; at most
+  // job.max_batches, -1: all), each as micro-batches of at most `job.micro`
+  // samples, as even as micro_batch_sizes() makes them (training only;
+  // others pass micro == batch_size). Calls on_done(index, batch, result,
+  // slot) after each batch with its loss and metric (the workers add the
+  // micro-batches' shares of the batch's mean, chunk by chunk); the outputs
+  // of a batch run as one micro-batch stay in output slot `slot` until two
+  // more have been sent. After SIGINT or SIGTERM it stops at the next batch
+  // boundary (the micro-batches of a step always run to its end) and
+  // returns false; true when every batch ran.
+  struct Run {
+    int64_t batch_size = 0;
+    int64_t micro = 0;       // samples per micro-batch at most
+    int64_t first_step = 0;  // the step number of the first batch
+    uint32_t flags = 0;      // wire::kTrain for training steps
+    int64_t max_batches = -1;
+  };
   template <typename Source, typename OnDone>
-  bool run(Source&& source, int64_t batch_size, int64_t micro, int64_t first_step, uint32_t flags, int64_t max_batches,
-           OnDone on_done) {
+  bool run(Source&& source, const Run& job, OnDone on_done) {
+    const int64_t batch_size = job.batch_size, first_step = job.first_step, max_batches = job.max_batches;
+    const uint32_t flags = job.flags;
+    int64_t micro = job.micro;
     const int64_t count = source.count();
     int64_t batches = (count + batch_size - 1) / batch_size;
     if (max_batches >= 0) batches = std::min(batches, max_batches);
