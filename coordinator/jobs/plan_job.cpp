@@ -37,15 +37,18 @@ int run_plan(const Config& config, const PlanOptions& options) {
   const Partition& partition = plan.partition;
   const JobMemory& memory = plan.memory;
   PlanReportInfo info{config.path, training ? "train" : "predict", &partition};
+  const RoundTrips trips = find_round_trips(plan.graph, plan.program, config.placed_by_user());
   if (options.json) {
+    // The planner's account and the round trips join the plan's object.
     std::string json = memory_plan_json(info, memory, plan.graph);
-    if (options.auto_plan)  // the planner's account joins the plan's object
+    json = json.substr(0, json.size() - 1) +
+           ",\"round_trips\":" + round_trips_json(trips, plan.graph, memory.split.requested) + "}";
+    if (options.auto_plan)
       json = json.substr(0, json.size() - 1) + ",\"auto_placement\":" + auto_placement_json(*options.auto_plan) + "}";
     std::cout << json << "\n";
   } else {
     if (options.auto_plan) print_auto_placement(*options.auto_plan, config, std::cout);
     print_memory_plan(info, memory, plan.graph, std::cout);
-    const RoundTrips trips = find_round_trips(plan.graph, plan.program, config.placed_by_user());
     if (!trips.ops.empty()) std::cout << "\n";
     print_round_trips(trips, plan.graph, memory.split.requested, "", std::cout);
     if (training)

@@ -1,9 +1,11 @@
 #include "coordinator/plan/round_trips_report.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 #include <vector>
 
+#include "coordinator/util/json_writer.h"
 #include "core/base/format_bytes.h"
 
 namespace devmap {
@@ -75,6 +77,27 @@ void print_round_trips(const RoundTrips& trips, const Graph& graph, int64_t batc
        << (names.size() == 1 ? "it" : "each") << " `device: " << target << "`, or add "
        << (names.size() == 1 ? "it" : "them") << " to a device_map.place rule for " << target << "\n";
   }
+}
+
+std::string round_trips_json(const RoundTrips& trips, const Graph& graph, int64_t batch) {
+  auto names = [&](const std::vector<int>& nodes) {
+    std::string out = "[";
+    for (int n : nodes) out += (out.size() > 1 ? "," : "") + JsonObject::quote(graph.node(n).name);
+    return out + "]";
+  };
+  std::string ops = "[";
+  for (size_t k = 0; k < trips.ops.size(); ++k) {
+    const StrandedOp& op = trips.ops[k];
+    const bool move = std::find(trips.moves.begin(), trips.moves.end(), k) != trips.moves.end();
+    JsonObject j;
+    j.add("op", graph.node(op.node).name).add("device", op.device).add("neighbours_device", op.neighbours_device);
+    j.add_raw("inputs", names(op.inputs)).add_raw("consumers", names(op.consumers)).add("move", move);
+    ops += (ops.size() > 1 ? "," : "") + j.str();
+  }
+  JsonObject j;
+  j.add_raw("ops", ops + "]").add("edges", trips.edges).add("bytes_per_step", trips.bytes_per_sample * batch);
+  j.add("edges_after", trips.edges_after).add("bytes_per_step_after", trips.bytes_per_sample_after * batch);
+  return j.str();
 }
 
 }  // namespace devmap

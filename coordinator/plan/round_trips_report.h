@@ -26,4 +26,10 @@ namespace devmap {
 void print_round_trips(const RoundTrips& trips, const Graph& graph, int64_t batch, const std::string& prefix,
                        std::ostream& os);
 
+// The same for `plan --json`: a JSON array, one object per stranded op
+// ({"op","device","neighbours_device","inputs":[..],"consumers":[..],"move":bool}),
+// and the cut edges and bytes a step now and with the moves made:
+// {"ops":[..],"edges":8,"bytes_per_step":..,"edges_after":2,"bytes_per_step_after":..}.
+std::string round_trips_json(const RoundTrips& trips, const Graph& graph, int64_t batch);
+
 }  // namespace devmap
