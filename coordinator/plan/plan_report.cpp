@@ -76,6 +76,9 @@ void print_memory_plan(const PlanReportInfo& info, const JobMemory& m, const Gra
     row(os, "device total",
         {cell(d.params), cell(d.grads), cell(d.optimizer_state), cell(d.activations), cell(d.activation_grads),
          cell(d.staging), cell(d.workspace)});
+    os << "  tensor arena (buffers share memory by lifetime): " << cell(d.arena) << " planned, "
+       << cell(d.unshared_tensors()) << " unshared, lower bound " << cell(d.arena_lower_bound)
+       << " (the most alive at once)\n";
     os << "  (one workspace buffer, as large as the largest op's: " << cell(d.workspace) << ")\n";
     os << "  transport slots it writes: " << cell(d.transport) << "\n";
     if (d.library) os << "  cuBLAS workspace, fixed: " << cell(d.library) << "\n";
@@ -124,6 +127,8 @@ std::string memory_plan_json(const PlanReportInfo& info, const JobMemory& m, con
     dj.add("fits", d.fits()).add("params_bytes", i64(d.params)).add("grads_bytes", i64(d.grads));
     dj.add("optimizer_state_bytes", i64(d.optimizer_state)).add("activations_bytes", i64(d.activations));
     dj.add("activation_grads_bytes", i64(d.activation_grads)).add("staging_bytes", i64(d.staging));
+    dj.add("arena_bytes", i64(d.arena)).add("arena_unshared_bytes", i64(d.unshared_tensors()));
+    dj.add("arena_lower_bound_bytes", i64(d.arena_lower_bound));
     dj.add("workspace_bytes", i64(d.workspace)).add("transport_bytes", i64(d.transport));
     dj.add("library_bytes", i64(d.library));
     std::string ops = "[";

@@ -80,7 +80,7 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
   alias_of_.assign(nt, -1);
   relu_into_.assign(n, false);
   scalars_.assign(n, 0.0f);
-  buffers_.resize(nt);
+  buffers_.assign(nt, nullptr);
 }
 
 Executor::~Executor() = default;
@@ -113,22 +113,25 @@ void Executor::reserve(int64_t max_batch, int sets) {
   assert(sets >= 1);
   max_batch_ = max_batch;
   use_set(0);
-  for (DeviceBuffer& b : buffers_) b.reset();
+  std::fill(buffers_.begin(), buffers_.end(), nullptr);
+  arenas_.clear();
   stored_.clear();
   // Set 0 becomes the current one; sets 1.. wait in stored_.
   stored_.resize(static_cast<size_t>(sets));
   plan_fused_relus();
   // The same list the memory plan sums (core/plan/tensor_allocations.h).
-  const std::vector<TensorAllocation> allocations = tensor_allocations(
-      TensorAllocationInputs{&graph_, &program_, &uses_, &edge_of_, &external_, host_, &fused_}, max_batch);
+  const TensorArena arena = tensor_arena(
+      TensorAllocationInputs{&graph_, &program_, &uses_, &edge_of_, &external_, host_, &fused_, &forward_, &backward_},
+      max_batch);
+  arenas_.resize(static_cast<size_t>(sets));
   for (int k = sets - 1; k >= 0; --k) {
-    std::vector<DeviceBuffer>& buffers = k == 0 ? buffers_ : stored_[static_cast<size_t>(k)].buffers;
-    buffers.resize(static_cast<size_t>(program_.tensor_count()));
-    for (const TensorAllocation& a : allocations) {
-      const std::string& name = program_.tensors[static_cast<size_t>(a.tensor)].name;
-      buffers[static_cast<size_t>(a.tensor)] =
-          DeviceBuffer(*memory_, a.floats, sets > 1 ? name + " (buffer set " + std::to_string(k) + ")" : name);
-    }
+    DeviceBuffer& block = arenas_[static_cast<size_t>(k)];
+    block = DeviceBuffer(*memory_, static_cast<int64_t>(arena.bytes / sizeof(float)),
+                         sets > 1 ? "tensor arena (buffer set " + std::to_string(k) + ")" : "tensor arena");
+    std::vector<float*>& buffers = k == 0 ? buffers_ : stored_[static_cast<size_t>(k)].buffers;
+    buffers.assign(static_cast<size_t>(program_.tensor_count()), nullptr);
+    for (const TensorAllocation& a : arena.allocations)
+      buffers[static_cast<size_t>(a.tensor)] = block.data() + a.offset / sizeof(float);
     if (k > 0) {
       stored_[static_cast<size_t>(k)].bound = bound_;
       stored_[static_cast<size_t>(k)].host_of = host_of_;
@@ -224,8 +227,8 @@ TensorView Executor::view(int tensor, int64_t batch) const {
   if (const int alias = alias_of_[static_cast<size_t>(tensor)]; alias >= 0)
     return TensorView{view(alias, batch).data, tensor_shape(tensor, batch)};
   float* bound = bound_[static_cast<size_t>(tensor)];
-  assert((bound || buffers_[static_cast<size_t>(tensor)].data()) && "tensor has no memory on this device");
-  return TensorView{bound ? bound : buffers_[static_cast<size_t>(tensor)].data(), tensor_shape(tensor, batch)};
+  assert((bound || buffers_[static_cast<size_t>(tensor)]) && "tensor has no memory on this device");
+  return TensorView{bound ? bound : buffers_[static_cast<size_t>(tensor)], tensor_shape(tensor, batch)};
 }
 
 TensorView Executor::output(int node, int64_t batch) const {
@@ -251,7 +254,7 @@ void Executor::copy_staged_inputs(int64_t batch) {
   for (int node : staged_inputs_) {
     auto i = static_cast<size_t>(node);
     assert(host_of_[i] && "bind_output() every external op before running");
-    memory_->copy_from_host(buffers_[i].data(), host_of_[i],
+    memory_->copy_from_host(buffers_[i], host_of_[i],
                             static_cast<size_t>(tensor_shape(node, batch).numel()) * sizeof(float));
   }
 }
@@ -260,7 +263,7 @@ void Executor::copy_staged_outputs(int64_t batch) {
   for (int node : staged_outputs_) {
     auto i = static_cast<size_t>(node);
     assert(host_of_[i] && "bind_output() every external op before running");
-    memory_->copy_to_host(host_of_[i], buffers_[i].data(),
+    memory_->copy_to_host(host_of_[i], buffers_[i],
                           static_cast<size_t>(tensor_shape(node, batch).numel()) * sizeof(float));
   }
 }
@@ -394,7 +397,7 @@ void Executor::send_edge(const Instr& ins, int64_t batch, const StepInfo& info) 
     const size_t bytes = tensor_shape(t, batch).numel() * sizeof(float);
     float* slot =
         timed_wait(ins.node, info, true, [&] { return channel_->acquire(ins.node, info.step, bytes, info.micro); });
-    memory_->copy_to_host(slot, buffers_[static_cast<size_t>(t)].data(), bytes);
+    memory_->copy_to_host(slot, buffers_[static_cast<size_t>(t)], bytes);
   }
   channel_->send(ins.node, info.step, info.micro);
 }
@@ -405,8 +408,7 @@ void Executor::receive_edge(const Instr& ins, int64_t batch, const StepInfo& inf
   if (host_)
     bound_[static_cast<size_t>(t)] = slot;
   else
-    memory_->copy_from_host(buffers_[static_cast<size_t>(t)].data(), slot,
-                            tensor_shape(t, batch).numel() * sizeof(float));
+    memory_->copy_from_host(buffers_[static_cast<size_t>(t)], slot, tensor_shape(t, batch).numel() * sizeof(float));
 }
 
 void Executor::record_pass(int64_t batch) {

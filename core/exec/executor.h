@@ -1,9 +1,13 @@
 // Executor: runs a Program on one device with that device's kernels. It
 // owns the parameters of its ops, their gradients and optimizer state, and
-// every activation and gradient buffer, sized once for the largest batch
-// (no allocation in the steady state), all drawn from the device's
+// one arena per buffer set in which every activation and gradient buffer
+// has its place, shared by buffers that are never alive at once
+// (core/plan/tensor_allocations.h), sized once for the largest batch (no
+// allocation in the steady state), all drawn from the device's
 // DeviceMemory, which enforces its memory_limit. core/plan/memory_plan.h
-// predicts these allocations byte for byte.
+// predicts these allocations byte for byte. A tensor's buffer holds its
+// value only within its lifetime: after a step, output() is valid for the
+// tensors that live to its end (those read in place or staged).
 //
 // Host memory the executor does not own (the coordinator's input and output
 // segments, the slots of cut edges) is used in place on a device whose
@@ -268,15 +272,17 @@ class Executor {
   std::unique_ptr<OptimizerKernel> optimizer_;
   std::vector<Parameter> params_;
   std::vector<std::vector<int>> node_params_;  // node -> indices into params_
-  // The current buffer set, per tensor: its buffer, the host memory it
-  // uses in place (or null), the host memory behind a staging buffer (or
-  // null). The other sets wait in stored_ (use_set swaps them in).
-  std::vector<DeviceBuffer> buffers_;
+  // One tensor arena per buffer set (core/plan/tensor_allocations.h).
+  std::vector<DeviceBuffer> arenas_;
+  // The current buffer set, per tensor: its buffer (its place in the set's
+  // arena, or null), the host memory it uses in place (or null), the host
+  // memory behind a staging buffer (or null). The other sets wait in
+  // stored_ (use_set swaps them in).
+  std::vector<float*> buffers_;
   std::vector<float*> bound_;
   std::vector<float*> host_of_;
   struct BufferSet {
-    std::vector<DeviceBuffer> buffers;
-    std::vector<float*> bound, host_of;
+    std::vector<float*> buffers, bound, host_of;
   };
   std::vector<BufferSet> stored_;  // sets but the current one, by index (the current one's entry is empty)
   int current_set_ = 0;

@@ -96,14 +96,18 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch) {
         }
       }
     }
-    // The tensor buffers Executor::reserve() allocates, from the same list,
+    // The tensor arena Executor::reserve() allocates, from the same list,
     // once per buffer set.
     const std::vector<FusedRelu> fused =
         fused_relus(FusedReluInputs{&g, &dp.forward, &edge_of, &external, dev.host_memory});
-    const std::vector<TensorAllocation> allocations = tensor_allocations(
-        TensorAllocationInputs{&g, &p, &dp.uses_tensor, &edge_of, &external, dev.host_memory, &fused}, batch);
-    for (const TensorAllocation& a : allocations) {
-      const uint64_t b = float_bytes(a.floats) * static_cast<uint64_t>(dev.sets);
+    const TensorArena arena = tensor_arena(TensorAllocationInputs{&g, &p, &dp.uses_tensor, &edge_of, &external,
+                                                                  dev.host_memory, &fused, &dp.forward, &dp.backward},
+                                           batch);
+    const auto sets = static_cast<uint64_t>(dev.sets);
+    d.arena = arena.bytes * sets;
+    d.arena_lower_bound = arena.lower_bound * sets;
+    for (const TensorAllocation& a : arena.allocations) {
+      const uint64_t b = a.bytes * sets;
       OpMemory& o = op(a.node);
       switch (a.kind) {
         case TensorAllocation::Kind::kStaging: o.staging += b; break;

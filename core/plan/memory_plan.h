@@ -1,8 +1,10 @@
 // The memory plan: what every device's worker will allocate for a job, to
 // the byte, before anything runs. It mirrors the Executor's allocations
-// (parameters, their gradients and optimizer state, one buffer per tensor
-// the device computes, one shared workspace, staging buffers on devices
-// the CPU cannot address, and there the math libraries' fixed workspace)
+// (parameters, their gradients and optimizer state, one arena per buffer
+// set in which every tensor the device computes, and on devices the CPU
+// cannot address every staging buffer, has its place by lifetime
+// (core/plan/tensor_allocations.h), one shared workspace, and on those
+// devices the math libraries' fixed workspace)
 // plus the shared-memory slots a CPU worker writes for its cut edges; every figure is rounded as DeviceMemory charges
 // it. split_batch() picks the largest micro-batch that fits every device's memory_limit. Pure functions: the
 // coordinator plans with them and tests compare them with what the allocators measured.
@@ -31,7 +33,8 @@ struct PlanDevice {
   int sets = 1;  // buffer sets: micro-batches a pipeline keeps in flight here
 };
 
-// One op's share of its device's memory.
+// One op's share of its device's memory, its tensor buffers counted whole
+// (the arena shares them by lifetime).
 struct OpMemory {
   int node = -1;
   std::string op;
@@ -46,16 +49,21 @@ struct OpMemory {
 struct DeviceMemoryPlan {
   std::string device;
   uint64_t limit = 0;
-  uint64_t params = 0, grads = 0, optimizer_state = 0, activations = 0, activation_grads = 0, staging = 0;
+  uint64_t params = 0, grads = 0, optimizer_state = 0;
+  // The tensor buffers, each counted whole (as if none shared memory): the
+  // ops' figures summed.
+  uint64_t activations = 0, activation_grads = 0, staging = 0;
+  // The arena those buffers share by lifetime, over all buffer sets: what
+  // the device allocates for them. arena_lower_bound: the most bytes alive
+  // at once (per set, times the sets), which no placement can go below.
+  uint64_t arena = 0, arena_lower_bound = 0;
   uint64_t workspace = 0;  // the largest op workspace: one buffer shared by all kernels
   uint64_t transport = 0;  // slot rings of the cut edges it writes (CPU workers)
   uint64_t library = 0;    // its math libraries' fixed workspace (cuBLAS on a GPU: library_workspace_bytes)
   std::vector<OpMemory> ops;
 
-  uint64_t total() const {
-    return params + grads + optimizer_state + activations + activation_grads + staging + workspace + transport +
-           library;
-  }
+  uint64_t unshared_tensors() const { return activations + activation_grads + staging; }
+  uint64_t total() const { return params + grads + optimizer_state + arena + workspace + transport + library; }
   bool fits() const { return limit == 0 || total() <= limit; }
   // The op with the largest share (ties: the first), or nullptr.
   const OpMemory* largest_op() const;

@@ -1,33 +1,89 @@
 #include "core/plan/tensor_allocations.h"
 
+#include <algorithm>
 #include <cassert>
 
-namespace devmap {
+#include "core/plan/arena.h"
+#include "core/plan/device_budget.h"
 
-std::vector<TensorAllocation> tensor_allocations(const TensorAllocationInputs& in, int64_t batch) {
-  assert(in.graph && in.program && in.uses_tensor && in.edge_of && in.external);
-  std::vector<bool> fused(static_cast<size_t>(in.program->tensor_count()), false);
+namespace devmap {
+namespace {
+
+// Per tensor: the first and last positions that touch it, or -1.
+struct Lifetimes {
+  std::vector<int> first, last;
+  const std::vector<int>* root;  // per tensor: the tensor whose buffer it is
+  void touch(int tensor, int position) {
+    if (tensor < 0) return;
+    const auto t = static_cast<size_t>((*root)[static_cast<size_t>(tensor)]);
+    if (first[t] < 0 || position < first[t]) first[t] = position;
+    last[t] = std::max(last[t], position);
+  }
+};
+
+void touch_instruction(const Graph& g, const Instr& ins, int position, Lifetimes& life) {
+  for (int t : ins.in) life.touch(t, position);
+  for (int t : ins.out) life.touch(t, position);
+  if (ins.kind != InstrKind::kBackward) return;
+  const Node& node = g.node(ins.node);
+  if (node.schema->backward_needs_inputs)
+    for (int t : node.inputs) life.touch(t, position);
+  if (node.schema->backward_needs_output) life.touch(ins.node, position);
+}
+
+}  // namespace
+
+TensorArena tensor_arena(const TensorAllocationInputs& in, int64_t batch) {
+  assert(in.graph && in.program && in.uses_tensor && in.edge_of && in.external && in.forward && in.backward);
+  const Program& p = *in.program;
+  const auto nt = static_cast<size_t>(p.tensor_count());
+  std::vector<int> root(nt);
+  for (size_t t = 0; t < nt; ++t) root[t] = static_cast<int>(t);
+  std::vector<bool> fused(nt, false);
   if (in.fused_relus != nullptr)
-    for (const FusedRelu& f : *in.fused_relus) fused[static_cast<size_t>(f.relu)] = true;
-  std::vector<TensorAllocation> out;
-  for (int t = 0; t < in.program->tensor_count(); ++t) {
-    const auto i = static_cast<size_t>(t);
+    for (const FusedRelu& f : *in.fused_relus) {
+      fused[static_cast<size_t>(f.relu)] = true;
+      root[static_cast<size_t>(f.relu)] = f.conv;
+    }
+
+  Lifetimes life{std::vector<int>(nt, -1), std::vector<int>(nt, -1), &root};
+  const int forward_count = static_cast<int>(in.forward->size());
+  int position = 0;
+  for (const Instr& ins : *in.forward) touch_instruction(*in.graph, ins, position++, life);
+  if (!in.backward->empty()) life.touch(p.loss_grad, forward_count);  // seeded as the backward pass begins
+  for (const Instr& ins : *in.backward) touch_instruction(*in.graph, ins, position++, life);
+  const int step_end = std::max(position - 1, 0);
+
+  TensorArena arena;
+  std::vector<ArenaBuffer> buffers;
+  for (size_t i = 0; i < nt; ++i) {
     if (!(*in.uses_tensor)[i] || fused[i]) continue;
-    const TensorInfo& info = in.program->tensors[i];
+    const TensorInfo& info = p.tensors[i];
     const bool staged =
         (info.kind == TensorInfo::Kind::kActivation && (*in.external)[static_cast<size_t>(info.node)]) ||
         (*in.edge_of)[i] >= 0;
     if (staged && in.host_memory) continue;  // used in place
     TensorAllocation a;
-    a.tensor = t;
+    a.tensor = static_cast<int>(i);
     a.node = info.node;
     a.kind = staged                                       ? TensorAllocation::Kind::kStaging
              : info.kind == TensorInfo::Kind::kActivation ? TensorAllocation::Kind::kActivation
                                                           : TensorAllocation::Kind::kActivationGrad;
     a.floats = in.graph->node(info.node).out_shape_for(batch).numel();
-    out.push_back(a);
+    a.bytes = charged_bytes(static_cast<uint64_t>(a.floats) * sizeof(float));
+    // Staging buffers and (defensively) buffers no instruction touches live for the whole step.
+    const bool whole_step = staged || life.first[i] < 0;
+    a.first = whole_step ? 0 : life.first[i];
+    a.last = whole_step ? step_end : life.last[i];
+    arena.unshared += a.bytes;
+    buffers.push_back(ArenaBuffer{a.bytes, a.first, a.last});
+    arena.allocations.push_back(a);
   }
-  return out;
+  const ArenaLayout layout = place_buffers(buffers);
+  for (size_t k = 0; k < arena.allocations.size(); ++k) arena.allocations[k].offset = layout.offsets[k];
+  arena.bytes = layout.bytes;
+  arena.lower_bound = layout.lower_bound;
+  return arena;
 }
 
 }  // namespace devmap

@@ -11,6 +11,7 @@
 #include "core/base/error.h"
 #include "core/exec/executor.h"
 #include "core/exec/host_memory.h"
+#include "core/plan/tensor_allocations.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
 #include "tests/core/graph_builders.h"
 
@@ -113,6 +114,8 @@ TEST_P(PlanMatchesExecutor, ByteForByte) {
     EXPECT_EQ(mem->peak_bytes(), d.total() - d.transport) << d.device;
     EXPECT_EQ(mem->in_use_bytes(), mem->peak_bytes()) << d.device;
     EXPECT_GT(d.total(), 0u);
+    EXPECT_LE(d.arena_lower_bound, d.arena) << d.device;
+    EXPECT_LE(d.arena, d.unshared_tensors()) << d.device;
     EXPECT_EQ(c.host ? d.staging : d.transport, 0u) << "a CPU stages nothing; a GPU's slots are host memory";
   }
 }
@@ -128,8 +131,7 @@ TEST(MemoryPlan, CountsTheGpuLibraryWorkspace) {
       MemoryPlan plan = plan_memory(plan_inputs_for(g, program, part, host, 1, inputs_of(g)), batch);
       for (const DeviceMemoryPlan& d : plan.devices) {
         EXPECT_EQ(d.library, host ? 0u : uint64_t{32} << 20) << d.device;
-        EXPECT_EQ(d.total(), d.params + d.grads + d.optimizer_state + d.activations + d.activation_grads + d.staging +
-                                 d.workspace + d.transport + d.library);
+        EXPECT_EQ(d.total(), d.params + d.grads + d.optimizer_state + d.arena + d.workspace + d.transport + d.library);
       }
     }
 }
@@ -223,21 +225,32 @@ TEST(FusedRelu, TheCpuFusesTheConvolutionsRelusWithTheSameBits) {
   EXPECT_EQ(fused.fused_relus()[0].relu, g.find("relu1"));
   EXPECT_EQ(fused.fused_relus()[1].relu, g.find("relu2"));
   EXPECT_TRUE(plain.fused_relus().empty());
+  // The relus' buffers are gone from the tensor arena's list.
+  std::vector<bool> uses(static_cast<size_t>(p.tensor_count()), true), external(static_cast<size_t>(g.size()), false);
+  for (int n : inputs_of(g)) external[static_cast<size_t>(n)] = true;
+  const std::vector<int> edge_of(static_cast<size_t>(p.tensor_count()), -1);
+  auto unshared = [&](const std::vector<FusedRelu>* f) {
+    return tensor_arena(TensorAllocationInputs{&g, &p, &uses, &edge_of, &external, true, f, &p.forward, &p.backward}, 8)
+        .unshared;
+  };
   EXPECT_EQ(
-      plain_memory.in_use_bytes() - fused_memory.in_use_bytes(),
+      unshared(nullptr) - unshared(&fused.fused_relus()),
       static_cast<uint64_t>(g.node(g.find("relu1")).activation_bytes(8) + g.node(g.find("relu2")).activation_bytes(8)));
+  EXPECT_LE(fused_memory.in_use_bytes(), plain_memory.in_use_bytes());
   for (int64_t step = 0; step < 2; ++step) {
     const StepInfo info{step, 0, 8, true};
-    for (Executor* ex : {&fused, &plain}) {
-      ex->forward(8, info);
-      ex->backward(8, info, false);
-    }
+    for (Executor* ex : {&fused, &plain}) ex->forward(8, info);
+    // After the forward pass (the backward pass may reuse their bytes once
+    // the relus' backward has read them).
     for (const char* relu : {"relu1", "relu2"}) {
       const TensorView a = fused.output(g.find(relu), 8), b = plain.output(g.find(relu), 8);
       ASSERT_EQ(a.numel(), b.numel());
       EXPECT_EQ(std::memcmp(a.data, b.data, static_cast<size_t>(a.numel()) * sizeof(float)), 0) << relu;
     }
-    for (Executor* ex : {&fused, &plain}) ex->apply_optimizer(step + 1);
+    for (Executor* ex : {&fused, &plain}) {
+      ex->backward(8, info, false);
+      ex->apply_optimizer(step + 1);
+    }
   }
   EXPECT_EQ(values(fused), values(plain));
   // A device the CPU cannot address (a GPU) fuses nothing.

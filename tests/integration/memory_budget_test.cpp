@@ -77,6 +77,55 @@ TEST(PlanCommand, ImpossibleBudgetFailsBeforeAnythingRuns) {
 // micro-batches, and with gradient chunks of 16 its update has the bits of
 // the unbudgeted step's, on every CPU (scripts/emulated_cpus.sh runs this
 // test under other CPUs' dispatch). The first step of momentum SGD is
+// The ResNet at batch 128 on one device: its tensor buffers share one arena
+// by lifetime, which holds at most half of the 420.90 MiB the buffers took
+// each on their own, no less than the most bytes alive at once, and the
+// `plan` table says so.
+TEST(PlanCommand, TheResnetsBuffersShareMemoryByLifetime) {
+  TempDir dir;
+  ProcessResult j = coordinator({"plan", kConfigs + "fashion_mnist_resnet.yaml", "--json"}, dir);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const double total = std::stod(json_field(j.out, "total_bytes"));
+  const double arena = std::stod(json_field(j.out, "arena_bytes"));
+  const double unshared = std::stod(json_field(j.out, "arena_unshared_bytes"));
+  const double lower = std::stod(json_field(j.out, "arena_lower_bound_bytes"));
+  EXPECT_LE(total, 210.5 * 1024 * 1024) << j.out.substr(0, 600);
+  EXPECT_GE(arena, lower);
+  EXPECT_LT(arena, unshared / 2);
+  ProcessResult t = coordinator({"plan", kConfigs + "fashion_mnist_resnet.yaml"}, dir);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("tensor arena (buffers share memory by lifetime): "), std::string::npos) << t.out;
+}
+
+// Every shipped config that runs on CPUs, one training step: each worker's
+// allocator peaks at exactly the bytes its device's plan holds.
+TEST(ArenaPeak, EveryShippedCpuConfigAllocatesItsPlan) {
+  if (!std::filesystem::exists(kTrainImages)) GTEST_SKIP() << kTrainImages << " is absent: run scripts/setup.sh";
+  for (const char* name :
+       {"fashion_mnist_cnn", "fashion_mnist_cnn_3way", "fashion_mnist_cnn_auto", "fashion_mnist_cnn_budget",
+        "fashion_mnist_cnn_split", "fashion_mnist_mlp", "fashion_mnist_resnet", "fashion_mnist_resnet_split"}) {
+    TempDir dir;
+    const std::string metrics = dir.path() + "/m.jsonl";
+    std::vector<std::string> args{"train",     kConfigs + name + ".yaml",
+                                  "--set",     "train.max_steps=1",
+                                  "--set",     "data.train_limit=512",
+                                  "--set",     "data.test_limit=64",
+                                  "--set",     "train.checkpoint=" + dir.path() + "/w.safetensors",
+                                  "--metrics", metrics};
+    if (std::string(name).starts_with("fashion_mnist_resnet"))  // its warm-up would outlast the one step
+      args.insert(args.end(), {"--set", "train.optimizer.schedule.warmup_steps=0"});
+    args.insert(args.begin(), DEVMAP_COORDINATOR_BIN);
+    // The auto config calibrates: into the test's own cache.
+    ProcessResult r =
+        run_process(args, dir.path(), {"TMPDIR=" + dir.path(), "XDG_CACHE_HOME=" + dir.path() + "/cache"});
+    ASSERT_EQ(r.exit_code, 0) << name << "\n" << r.err;
+    const auto devices = lines_with(read_file(metrics), "device");
+    ASSERT_FALSE(devices.empty()) << name;
+    for (const std::string& d : devices)
+      EXPECT_EQ(json_field(d, "peak_bytes"), json_field(d, "planned_bytes")) << name << ": " << d;
+  }
+}
+
 // p -= lr * g, so the update is the difference of the steps at learning
 // rates 0.01 and 0.02: it must not be zero.
 TEST(MicroBatchTraining, FourMicroBatchesGiveTheFullBatchUpdate) {

@@ -188,7 +188,7 @@ TEST(ResnetMicroBatches, EachBatchNormSaysItsStatisticsAreTheMicroBatchsOrRefuse
 
   // A memory budget that splits the step says the same.
   ProcessResult budget = run_process({DEVMAP_COORDINATOR_BIN, "plan", kConfigs + "fashion_mnist_resnet.yaml", "--set",
-                                      "train.batch_size=16", "--set", "devices.cpu:0.memory_limit=30MiB"},
+                                      "train.batch_size=16", "--set", "devices.cpu:0.memory_limit=20MiB"},
                                      dir.path(), {"TMPDIR=" + dir.path()});
   ASSERT_EQ(budget.exit_code, 0) << budget.err;
   const size_t at = budget.out.find("batch_norm bn1 computes its statistics over micro-batches of ");
