@@ -1,3 +1,4 @@
+#include "kernels/cpu/gradient_add.h"
 #include "kernels/cuda/batch_norm_kernels.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.cuh"
@@ -88,8 +89,8 @@ __global__ void batch_norm_backward_channels(BatchNormArgs a, BatchNormGrads g) 
     const ChannelSums s = channel_sums(a, g.dy, ch);
     const double rstd = 1.0 / sqrt(s.var + a.eps);
     const double sum_dy_xhat = s.sum_dy_xc * rstd;
-    g.d_weight[ch] = static_cast<float>(g.accumulate ? g.d_weight[ch] + sum_dy_xhat : sum_dy_xhat);
-    g.d_bias[ch] = static_cast<float>(g.accumulate ? g.d_bias[ch] + s.sum_dy : s.sum_dy);
+    g.d_weight[ch] = add_gradient_share(g.d_weight[ch], sum_dy_xhat, g.accumulate);
+    g.d_bias[ch] = add_gradient_share(g.d_bias[ch], s.sum_dy, g.accumulate);
     const double count = static_cast<double>(a.n * a.hw);
     const double ga = rstd * a.weight[ch], gb = -ga * rstd * (sum_dy_xhat / count), gc = -ga * (s.sum_dy / count);
     const float m = static_cast<float>(s.mean);

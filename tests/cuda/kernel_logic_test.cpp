@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ios>
 #include <limits>
 
 #include "core/base/random.h"
+#include "kernels/cpu/gradient_add.h"
 #include "kernels/cuda/avg_pool_logic.h"
 #include "kernels/cuda/dropout_logic.h"
 #include "kernels/cuda/loss_logic.h"
@@ -261,6 +263,20 @@ TEST(KernelLogic, OptimizerUpdatesAreTheCpus) {
     }
     expect_same(q, p, optimizer_kind_name(kind));
   }
+}
+
+// A chunk's share of a parameter gradient is rounded to float, then added
+// in float (kernels/cpu/gradient_add.h, which the CPU's and the GPU's
+// batch_norm, layer_norm and bias sums call): 1 + float(2^-24 + 2^-50)
+// is a tie that rounds to 1, while float(1 + (2^-24 + 2^-50)) in double
+// rounds up to 1 + 2^-23.
+TEST(KernelLogic, AGradientShareIsRoundedToFloatBeforeItIsAdded) {
+  const double share = std::ldexp(1.0, -24) + std::ldexp(1.0, -50);
+  ASSERT_NE(static_cast<float>(1.0 + share), 1.0f) << "the value must tell the two roundings apart";
+  EXPECT_EQ(add_gradient_share(1.0f, share, true), 1.0f + static_cast<float>(share));
+  EXPECT_EQ(add_gradient_share(1.0f, share, true), 1.0f) << std::hexfloat << add_gradient_share(1.0f, share, true);
+  EXPECT_EQ(add_gradient_share(1.0f, share, false), static_cast<float>(share));
+  EXPECT_EQ(add_gradient_share(-3.5f, -share, true), -3.5f);
 }
 
 }  // namespace
