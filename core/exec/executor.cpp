@@ -357,6 +357,10 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
 
 Executor::InstrTiming Executor::start_timing(const Instr& ins) {
   InstrTiming t;
+  // A send's row is its own copy and slot wait: on a device that queues its
+  // work, the work queued before it finishes first, outside the row
+  // (copy_to_host would otherwise wait for it inside the send).
+  if ((profiling_ || trace_) && timer_ && ins.kind == InstrKind::kSend) memory_->synchronize();
   if (profiling_) t.host_start = std::chrono::steady_clock::now();
   t.trace_start_ns = trace_ ? trace_now_ns() : 0;
   const bool device_timed =
