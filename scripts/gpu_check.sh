@@ -94,7 +94,10 @@ left() { echo $((budget - ($(date +%s) - start) - 15)); }
 # verdict KIND NAME DETAIL: one line of the summary (KIND: PASS, FAIL, NOT RUN).
 verdict() { printf '%-8s %s  %s\n' "$1" "$2" "$3" | tee -a "$summary" "$report"; }
 # run NAME SECONDS CMD...: runs CMD with its output in logs/NAME.log (and the
-# report); its exit status, 124 when it ran out of time.
+# report); its exit status, 124 when it ran out of time, 200 when too little
+# of the budget was left to start it.
+late=200
+late_why="not started: the check's ${budget}s budget was spent before it"
 run() {
   local name=$1 limit=$2
   shift 2
@@ -103,7 +106,7 @@ run() {
   ((limit > l)) && limit=$l
   if ((limit <= 0)); then
     echo "(out of time before: $*)" >> "$results/logs/$name.log"
-    return 124
+    return $late
   fi
   local rc=0
   timeout -k 3 "$limit" "$@" > "$results/logs/$name.log" 2>&1 || rc=$?
@@ -181,6 +184,10 @@ fi
 # suite_verdict SUITE RC: the summary line of one suite from its XML.
 suite_verdict() {
   local suite=$1 rc=$2 xml="$results/gtest/$1.xml"
+  if ((rc == late)); then
+    verdict "NOT RUN" "$suite" "$late_why"
+    return
+  fi
   if ((rc == 124)); then
     verdict FAIL "$suite" "no end within its time (logs/$suite.log has what it printed)"
     return
@@ -199,8 +206,8 @@ suite_verdict() {
     local why
     why=$(grep -m1 -o '<skipped message="[^"]*"' "$xml" | sed -e 's/^<skipped message="//' -e 's/"$//' \
       -e 's/&#x0A;/ /g' -e 's/&apos;/'"'"'/g' -e 's/&quot;/"/g' -e 's/&lt;/</g' -e 's/&gt;/>/g' -e 's/&amp;/\&/g' |
-      sed -e 's/^[^:]*:[0-9]*: *//' -e 's/^Skipped *//')
-    verdict "NOT RUN" "$suite" "$total tests skipped: ${why:-no reason given}"
+      sed -e 's/^[^ ]*:[0-9]*:* *//' -e 's/^Skipped *//')
+    verdict "NOT RUN" "$suite" "all $total skipped: ${why:-no reason given}"
   else
     local detail="$((total - skipped)) passed"
     ((skipped > 0)) && detail="$detail, $skipped skipped"
@@ -229,7 +236,9 @@ train() {
     --set "train.checkpoint=$work/$tag.safetensors" --metrics "$results/logs/train-$tag.jsonl" --log-every 50 || rc=$?
   local line
   line=$(grep '"event":"epoch"' "$results/logs/train-$tag.jsonl" 2> /dev/null | tail -1 || true)
-  if ((rc == 0)) && [[ -n "$line" ]]; then
+  if ((rc == late)); then
+    verdict "NOT RUN" "train-$tag" "$late_why"
+  elif ((rc == 0)) && [[ -n "$line" ]]; then
     verdict PASS "train-$tag" "$(grep -o '"images_per_s":[0-9.e+-]*' <<< "$line" | cut -d: -f2) images/s (epoch), $(grep -o '"median_images_per_s":[0-9.e+-]*' <<< "$line" | cut -d: -f2) images/s (median step), $config"
   else
     verdict FAIL "train-$tag" "exit status $rc, no epoch line (logs/train-$tag.log)"
@@ -250,7 +259,9 @@ if [[ -f "$work/gpu.safetensors" ]]; then
     --weights "$work/gpu.safetensors" --input "$images" --output "$work/preds.csv" --batch 1000 \
     --metrics "$results/logs/predict-gpu.jsonl" || rc=$?
   ips=$(grep -o '"images_per_s":[0-9.e+-]*' "$results/logs/predict-gpu.jsonl" 2> /dev/null | tail -1 | cut -d: -f2 || true)
-  if ((rc == 0)) && [[ -n "$ips" ]]; then
+  if ((rc == late)); then
+    verdict "NOT RUN" predict-gpu "$late_why"
+  elif ((rc == 0)) && [[ -n "$ips" ]]; then
     verdict PASS predict-gpu "$ips images/s (10000 test images, batch 1000)"
   else
     verdict FAIL predict-gpu "exit status $rc (logs/predict-gpu.log)"
@@ -260,5 +271,11 @@ else
 fi
 rc=0
 run copies 30 "$here/bin/gpu_copy_bench" --seconds 0.25 || rc=$?
-if ((rc == 0)); then verdict PASS copies "logs/copies.log"; else verdict FAIL copies "exit status $rc (logs/copies.log)"; fi
+if ((rc == late)); then
+  verdict "NOT RUN" copies "$late_why"
+elif ((rc == 0)); then
+  verdict PASS copies "logs/copies.log"
+else
+  verdict FAIL copies "exit status $rc (logs/copies.log)"
+fi
 say "== done in $(($(date +%s) - start))s"
