@@ -179,15 +179,13 @@ TEST(KernelLogic, LossAccuracyArgmaxAreTheCpus) {
   const float* labels = loss.inputs[1].data();
 
   // Forward: per-sample values, then the kernel's lane order.
-  std::vector<double> values(static_cast<size_t>(batch)), lanes(cuda::loss::kSumLanes);
+  std::vector<double> values(static_cast<size_t>(batch));
   for (int64_t n = 0; n < batch; ++n) {
     ASSERT_TRUE(cuda::loss::valid_label(labels[n], classes));
     values[static_cast<size_t>(n)] =
         cuda::loss::cross_entropy(z + n * classes, classes, static_cast<int64_t>(labels[n]));
   }
-  for (int t = 0; t < cuda::loss::kSumLanes; ++t)
-    lanes[static_cast<size_t>(t)] = cuda::loss::lane_sum(values.data(), batch, t);
-  const float mean = static_cast<float>(cuda::loss::sum_of_lanes(lanes.data()) / 1000.0);
+  const float mean = static_cast<float>(cuda::loss::batch_sum(values.data(), batch) / 1000.0);
   EXPECT_NEAR(mean, loss.output.data()[0], 1e-6 * std::fabs(loss.output.data()[0]));
 
   // Backward: row by row, the same formula.
@@ -263,6 +261,20 @@ TEST(KernelLogic, OptimizerUpdatesAreTheCpus) {
     }
     expect_same(q, p, optimizer_kind_name(kind));
   }
+}
+
+// The batch sum of the loss and the metric adds in sample order, as the CPU
+// does, at any batch: with 1 at sample 0, 2^53 at 1 and 1 at 256, in order
+// (1 + 2^53) + 1 is 2^53, while adding samples 0 and 256 first gives 2^53 + 2.
+TEST(KernelLogic, TheBatchSumAddsInSampleOrderAtAnyBatch) {
+  std::vector<double> v(300, 0.0);
+  v[0] = 1.0;
+  v[1] = std::ldexp(1.0, 53);
+  v[256] = 1.0;
+  double in_order = 0.0;
+  for (double x : v) in_order += x;
+  EXPECT_EQ(cuda::loss::batch_sum(v.data(), static_cast<int64_t>(v.size())), in_order);
+  EXPECT_EQ(in_order, std::ldexp(1.0, 53));
 }
 
 // A chunk's share of a parameter gradient is rounded to float, then added
