@@ -8,8 +8,8 @@
 //   kernels at the same shapes in the same order), and against the whole
 //   batch (cuDNN and cuBLAS choose by shape, the batch included: the
 //   distance is reported, not asserted; docs/GPU.md);
-// - an odd gradient_chunk (7: chunk buffers at offsets that are not
-//   multiples of 16 bytes) against the CPU's run of the same chunks;
+// - an odd gradient_chunk (7), on the reference CNN and on a model whose
+//   chunks start 4 bytes past a 16-byte boundary, against the CPU's runs;
 // - the ops and optimizers the reference models lack (layer_norm, avg_pool,
 //   gelu, leaky_relu, sigmoid, tanh, softmax, mse_loss; adam and sgd), and
 //   batch_norm, all on gpu:0 against cpu:0.
@@ -89,6 +89,39 @@ TEST(GpuGradientChunk, AnOddChunkTrainsLikeTheCpu) {
   const TrainRun cpu = run_coordinator("train", shipped("fashion_mnist_cnn.yaml"), dir.path(), "cpu", common);
   const TrainRun gpu = run_coordinator("train", shipped("fashion_mnist_cnn_gpu.yaml"), dir.path(), "gpu", common);
   expect_close_losses(gpu, cpu, 10, 2e-3, "gradient_chunk 7, all on gpu:0 against cpu:0");
+}
+
+// The reference CNN's per-sample sizes are multiples of 4 floats, so its
+// chunks of 7 start at 16-byte boundaries. Here conv1's output is [3, 25,
+// 25] (1875 floats a sample): chunks of 7 start 4 bytes past one, which
+// cuDNN's convolutions get as their x, y, dx and dy.
+TEST(GpuGradientChunk, ChunksAlignedToFourBytesTrainLikeTheCpu) {
+  DEVMAP_REQUIRE_GPU_AND_DATA();
+  testing::TempDir dir;
+  const std::string config = dir.path() + "/odd_sizes.yaml";
+  std::ofstream(config) << "job: train\n"
+                           "model:\n"
+                           "  ops:\n"
+                           "    - {name: image, op: input, shape: [1, 28, 28]}\n"
+                           "    - {name: label, op: labels, classes: 10}\n"
+                           "    - {name: conv1, op: conv2d, inputs: [image], filters: 3, kernel: 4}\n"
+                           "    - {name: relu1, op: relu, inputs: [conv1]}\n"
+                           "    - {name: conv2, op: conv2d, inputs: [relu1], filters: 5, kernel: 3}\n"
+                           "    - {name: flat, op: flatten, inputs: [conv2]}\n"
+                           "    - {name: logits, op: dense, inputs: [flat], units: 10}\n"
+                           "    - {name: loss, op: softmax_cross_entropy, inputs: [logits, label]}\n"
+                           "train: {batch_size: 50, max_steps: 10, epochs: 1, gradient_chunk: 7,\n"
+                           "        optimizer: {type: sgd, learning_rate: 0.05}}\n"
+                           "devices:\n"
+                           "  cpu:0: {threads: 1}\n"
+                           "device_map:\n"
+                           "  default: cpu:0\n";
+  const std::vector<std::string> common = {"--set", "data.train_limit=500"};
+  const TrainRun cpu = run_coordinator("train", config, dir.path(), "cpu", common);
+  std::vector<std::string> on_gpu = common;
+  for (const std::string& a : all_on_gpu()) on_gpu.push_back(a);
+  const TrainRun gpu = run_coordinator("train", config, dir.path(), "gpu", on_gpu);
+  expect_close_losses(gpu, cpu, 10, 2e-3, "chunks of 7 samples of 1875 floats, all on gpu:0 against cpu:0");
 }
 
 // The ops the reference models lack, in one small model.
