@@ -11,7 +11,7 @@
 #                     NVIDIA's (OpenBLAS, yaml-cpp, ZeroMQ and their dependencies;
 #                     libstdc++ and libgcc_s in lib/cxx/); NVIDIA's come from the
 #                     GPU machine (see gpu_check.sh)
-#   OUT_DIR/configs/  the reference configs (CPU, GPU, GPU+CPU)
+#   OUT_DIR/configs/  every config of configs/ (cuda_tests' CudaWorkspace.* checks each)
 #   OUT_DIR/data/     the Fashion-MNIST test set (t10k), which the check trains on
 #   OUT_DIR/gpu_check.sh, OUT_DIR/MANIFEST.txt
 #
@@ -60,8 +60,7 @@ for b in "${bins[@]}"; do copy_deps "$build/bin/$b"; done
 mkdir -p "$out/lib/cxx"
 for f in "$out"/lib/libstdc++.so.* "$out"/lib/libgcc_s.so.*; do [[ -e "$f" ]] && mv "$f" "$out/lib/cxx/"; done
 
-cp "$root"/configs/fashion_mnist_cnn.yaml "$root"/configs/fashion_mnist_cnn_gpu.yaml \
-  "$root"/configs/fashion_mnist_cnn_gpu_split.yaml "$out/configs/"
+cp "$root"/configs/*.yaml "$out/configs/"
 cp "$data/t10k-images-idx3-ubyte.gz" "$data/t10k-labels-idx1-ubyte.gz" "$out/data/"
 cp "$root/scripts/gpu_check.sh" "$out/"
 chmod +x "$out/gpu_check.sh"
@@ -113,4 +112,22 @@ echo "$probe" | sed 's/^/  worker_gpu --probe: /' >&2
 echo "  worker_gpu --probe exit status: $rc" >&2
 if [[ $rc -ne 0 && $rc -ne 3 ]]; then status=1; fi
 if [[ $rc -eq 3 ]] && ! grep -q "no usable GPU" <<< "$probe"; then status=1; fi
+# The configs gpu_check.sh points cuda_tests at: every one of the source
+# tree's, and the workspace test (no GPU needed) passes against them.
+shipped=$(find "$root/configs" -maxdepth 1 -name '*.yaml' | wc -l)
+bundled=$(find "$out/configs" -maxdepth 1 -name '*.yaml' | wc -l)
+if [[ $shipped -ne $bundled ]]; then
+  echo "  configs: the bundle has $bundled of the $shipped configs in configs/" >&2
+  status=1
+fi
+set +e
+workspace=$(env -i LD_LIBRARY_PATH="$out/lib:$out/lib/cxx:$cuda_libs" DEVMAP_CONFIG_DIR="$out/configs" \
+  DEVMAP_BIN_DIR="$out/bin" "$out/bin/cuda_tests" --gtest_brief=1 --gtest_color=no '--gtest_filter=CudaWorkspace.*' 2>&1)
+rc=$?
+set -e
+echo "$workspace" | tail -3 | sed 's/^/  cuda_tests CudaWorkspace.* (bundle configs): /' >&2
+if [[ $rc -ne 0 ]]; then
+  echo "  cuda_tests --gtest_filter=CudaWorkspace.* fails against the bundle's $bundled configs (exit status $rc)" >&2
+  status=1
+fi
 exit $status

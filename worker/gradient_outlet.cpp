@@ -30,13 +30,23 @@ GradientOutlet::GradientOutlet(const ParamsIo& io, std::vector<Parameter>& param
     by_node_[static_cast<size_t>(p->node)].push_back(outs_.size());
     outs_.push_back(Out{p, e.offset, static_cast<uint32_t>(k)});
   }
-  if (!in_place_) return;
+  if (!in_place_) {
+    // Pinned (a GPU: cudaHostRegister), so each gradient's copy is one DMA
+    // straight into the segment.
+    memory_.register_host(segment_.data(), segment_.size());
+    pinned_ = true;
+    return;
+  }
   for (const Out& out : outs_) {
     float* in_segment = reinterpret_cast<float*>(static_cast<char*>(segment_.data()) + out.offset);
     const int64_t count = out.param->spec.shape.numel();
     std::memcpy(in_segment, out.param->grad.data(), static_cast<size_t>(count) * sizeof(float));
     out.param->grad = DeviceBuffer::borrowed(in_segment, count);
   }
+}
+
+GradientOutlet::~GradientOutlet() {
+  if (pinned_) memory_.unregister_host(segment_.data());
 }
 
 void GradientOutlet::begin(int64_t step, Send send) {

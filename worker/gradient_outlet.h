@@ -32,7 +32,12 @@ class GradientOutlet {
   // outside the segment. On host-addressable memory it moves each entry's
   // gradient into the segment (Parameter::grad then borrows it), so the
   // segment must outlive the parameters' use, as this outlet does.
+  // On memory the host cannot address (a GPU), the segment is pinned
+  // (DeviceMemory::register_host) until the outlet is destroyed.
   GradientOutlet(const ParamsIo& io, std::vector<Parameter>& params, DeviceMemory& memory);
+  ~GradientOutlet();
+  GradientOutlet(const GradientOutlet&) = delete;
+  GradientOutlet& operator=(const GradientOutlet&) = delete;
 
   // A step that sends its gradients begins / ends: end() sends those no
   // backward instruction here has made (their gradients are final anyway).
@@ -59,6 +64,7 @@ class GradientOutlet {
   std::vector<std::vector<size_t>> by_node_;  // op -> its indices in outs_
   std::vector<bool> sent_;
   bool in_place_ = false;  // the gradients live in the segment
+  bool pinned_ = false;    // registered with memory_
   int64_t step_ = -1;
   Send send_;
 };

@@ -302,6 +302,7 @@ class Worker {
     done.step = s.step;
     std::vector<wire::MicroResult> micro = run_passes(s, done);
     if (update) exec_->apply_optimizer(s.step + 1);
+    exec_->memory().synchronize();  // a GPU's update is queued: the step's compute ends when it is done
     const auto t1 = std::chrono::steady_clock::now();
     done.compute_seconds = std::chrono::duration<double>(t1 - t0).count();
     done.wait_seconds = exec_->take_wait_seconds();
@@ -428,6 +429,7 @@ class Worker {
     const auto t0 = std::chrono::steady_clock::now();
     if (gradients_) gradients_->read_back();
     exec_->apply_optimizer(s.step + 1);
+    exec_->memory().synchronize();  // a GPU's update is queued: compute_seconds includes it
     wire::StepDone done{};
     done.step = s.step;
     done.compute_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

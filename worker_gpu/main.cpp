@@ -39,14 +39,6 @@ bool has_flag(int argc, char** argv, const char* flag) {
   return false;
 }
 
-std::string describe(devmap::cuda::CudaDevice& device) {
-  const devmap::cuda::GpuProbe p = devmap::cuda::probe_gpu(device.ordinal());
-  return p.name + " (sm_" + std::to_string(p.cc_major * 10 + p.cc_minor) + "), CUDA " +
-         devmap::cuda::cuda_version_string(p.runtime_version) + ", cuDNN " +
-         devmap::cuda::version_triple(p.cudnn_version) + ", cuBLAS " +
-         devmap::cuda::version_triple(static_cast<size_t>(p.cublas_version));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,7 +62,7 @@ int main(int argc, char** argv) {
   rt.device_kind = "gpu";
   rt.kernels = &kernels;
   rt.set_threads = [](int) {};  // the GPU kernels use no CPU threads
-  rt.describe = [device] { return describe(*device); };
+  rt.describe = [ordinal] { return devmap::cuda::runtime_summary(ordinal); };
   rt.make_memory = [device](const std::string& name, uint64_t limit_bytes) {
     return devmap::cuda::make_cuda_memory(device, name, limit_bytes);
   };

@@ -1,5 +1,6 @@
 #include "coordinator/plan/gpu_placement.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -51,7 +52,12 @@ std::string probe_failure_reason(const std::string& program, int status, const s
   return "no usable GPU: " + program + " --probe failed (status " + std::to_string(status) + "): " + output;
 }
 
-GpuProbe probe_gpu_device(const RunOptions& options, const std::string& device) {
+std::string probe_timeout_reason(const std::string& program, double seconds) {
+  return "no usable GPU: " + program + " --probe gave no answer in " + std::to_string(std::lround(seconds)) +
+         " s and was stopped: the driver or the device does not respond (nvidia-smi shows their state)";
+}
+
+GpuProbe probe_gpu_device(const RunOptions& options, const std::string& device, double timeout_seconds) {
   GpuProbe p;
   std::string program;
   try {
@@ -61,9 +67,13 @@ GpuProbe probe_gpu_device(const RunOptions& options, const std::string& device) 
     p.text = no_worker_gpu_reason(dir, first_line_of(std::filesystem::path(dir) / "worker_gpu.absent"));
     return p;
   }
-  const ProgramOutput run = run_program({program, "--probe", "--device", device});
+  const ProgramOutput run = run_program({program, "--probe", "--device", device}, timeout_seconds);
   if (!run.ran) {
     p.text = "no usable GPU: cannot run " + program + " --probe";
+    return p;
+  }
+  if (run.timed_out) {
+    p.text = probe_timeout_reason(program, timeout_seconds);
     return p;
   }
   const int code = run.status;

@@ -24,7 +24,15 @@ struct GpuProbe {
 // worker_gpu there, the text says why: the reason CMake recorded in that
 // folder's worker_gpu.absent when it configured a build without CUDA
 // (no_worker_gpu_reason), or that the folder has no worker_gpu and no record.
-GpuProbe probe_gpu_device(const RunOptions& options, const std::string& device);
+// A probe that gives no answer in `timeout_seconds` (a wedged driver or
+// device: the watchdogs of a run do not exist yet) is killed, and the GPU is
+// not usable (probe_timeout_reason).
+constexpr double kGpuProbeSeconds = 60;
+GpuProbe probe_gpu_device(const RunOptions& options, const std::string& device,
+                          double timeout_seconds = kGpuProbeSeconds);
+
+// "no usable GPU: ..." for a `program --probe` killed after `seconds`.
+std::string probe_timeout_reason(const std::string& program, double seconds);
 
 // "no usable GPU: ..." for a worker folder `dir` without worker_gpu, given
 // the contents of its worker_gpu.absent (`recorded`; empty when it has none).

@@ -11,6 +11,14 @@
 #include "core/plan/tensor_allocations.h"
 
 namespace devmap {
+namespace {
+
+// A device timer's seconds as a trace slice's nanoseconds.
+int64_t device_ns(double seconds) {
+  return static_cast<int64_t>(std::llround(seconds * 1e9));
+}
+
+}  // namespace
 
 Executor::Executor(const Graph& graph, Program program, const KernelFactory& kernels, const OptimizerConfig& optimizer,
                    int threads, uint64_t seed, const DeviceProgram* part, const std::vector<Edge>* edges,
@@ -310,7 +318,12 @@ void Executor::trace_slot_wait(std::chrono::steady_clock::time_point from, std::
 
 void Executor::enable_profile() {
   profiling_ = true;
-  timer_ = memory_->make_timer();
+  if (!timer_) timer_ = memory_->make_timer();
+}
+
+void Executor::set_trace(TraceBuffer* trace) {
+  trace_ = trace;
+  if (trace_ && !timer_) timer_ = memory_->make_timer();
 }
 
 void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t batch, const StepInfo& info,
@@ -318,6 +331,7 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
   KernelContext ctx = context(info);
   std::vector<TensorView> inputs, params;  // reused by every forward of the pass
   timed_.clear();
+  pending_slices_.clear();
   if (timer_) timer_->clear();  // what a pass that threw left
   for (int k = begin; k < end; ++k) {
     const Instr& ins = instrs[static_cast<size_t>(k)];
@@ -341,22 +355,32 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
     finished_.fetch_add(1, std::memory_order_relaxed);
   }
   running_.store(-1, std::memory_order_relaxed);
-  if (profiling_) record_pass(batch);
+  if (profiling_ || !pending_slices_.empty()) record_pass(batch);
 }
 
 Executor::InstrTiming Executor::start_timing(const Instr& ins) {
   InstrTiming t;
+  // A send's row is its own copy and slot wait: on a device that queues its
+  // work, the work queued before it finishes first, outside the row
+  // (copy_to_host would otherwise wait for it inside the send).
+  if ((profiling_ || trace_) && timer_ && ins.kind == InstrKind::kSend) memory_->synchronize();
   if (profiling_) t.host_start = std::chrono::steady_clock::now();
   t.trace_start_ns = trace_ ? trace_now_ns() : 0;
-  const bool device_timed = profiling_ && timer_ && ins.kind != InstrKind::kSend && ins.kind != InstrKind::kRecv;
+  const bool device_timed =
+      (profiling_ || trace_) && timer_ && ins.kind != InstrKind::kSend && ins.kind != InstrKind::kRecv;
   t.interval = device_timed ? timer_->start() : -1;
   return t;
 }
 
 void Executor::finish_timing(const Instr& ins, const InstrTiming& t, const StepInfo& info) {
   if (t.interval >= 0) timer_->stop(t.interval);
-  if (trace_)
-    trace_->add(TraceEvent{t.trace_start_ns, trace_now_ns(), info.step, info.micro, ins.node, trace_kind(ins.kind)});
+  if (trace_) {
+    const TraceEvent e{t.trace_start_ns, trace_now_ns(), info.step, info.micro, ins.node, trace_kind(ins.kind)};
+    if (t.interval >= 0)
+      pending_slices_.push_back(PendingSlice{e, t.interval});
+    else
+      trace_->add(e);
+  }
   if (profiling_)
     timed_.push_back(Timed{&ins, t.interval,
                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t.host_start).count()});
@@ -413,11 +437,18 @@ void Executor::receive_edge(const Instr& ins, int64_t batch, const StepInfo& inf
 
 void Executor::record_pass(int64_t batch) {
   // One wait for the device per pass, not one per instruction.
-  const bool any_device = std::any_of(timed_.begin(), timed_.end(), [](const Timed& t) { return t.interval >= 0; });
+  const bool any_device = !pending_slices_.empty() ||
+                          std::any_of(timed_.begin(), timed_.end(), [](const Timed& t) { return t.interval >= 0; });
   const std::vector<double> device = any_device ? timer_->collect() : std::vector<double>{};
-  for (const Timed& t : timed_)
-    record(*t.ins, batch, t.interval >= 0 ? device.at(static_cast<size_t>(t.interval)) : t.seconds);
+  if (profiling_)
+    for (const Timed& t : timed_)
+      record(*t.ins, batch, t.interval >= 0 ? device.at(static_cast<size_t>(t.interval)) : t.seconds);
   timed_.clear();
+  for (PendingSlice& p : pending_slices_) {
+    p.event.end_ns = p.event.start_ns + device_ns(device.at(static_cast<size_t>(p.interval)));
+    trace_->add(p.event);
+  }
+  pending_slices_.clear();
 }
 
 Executor::Progress Executor::progress() const {
@@ -582,8 +613,8 @@ void Executor::apply_optimizer(int64_t step) {
   assert(optimizer_);
   auto t0 = std::chrono::steady_clock::now();
   const int64_t trace_t0 = trace_ ? trace_now_ns() : 0;
-  if (profiling_ && timer_) timer_->clear();
-  const int interval = profiling_ && timer_ ? timer_->start() : -1;
+  if ((profiling_ || trace_) && timer_) timer_->clear();
+  const int interval = (profiling_ || trace_) && timer_ ? timer_->start() : -1;
   std::vector<TensorView> state;
   for (Parameter& p : params_) {
     if (!p.spec.trained) continue;  // state the kernels update themselves
@@ -591,16 +622,17 @@ void Executor::apply_optimizer(int64_t step) {
     for (DeviceBuffer& s : p.state) state.push_back(s.view(p.spec.shape));
     optimizer_->update(p.value_view(), p.grad_view(), state, step, *pool_);
   }
-  if (trace_) {
-    memory_->synchronize();  // the update's time on the device, not its enqueueing
-    trace_->add(TraceEvent{trace_t0, trace_now_ns(), step - 1, -1, -1, TraceKind::kOptimizer});
-  }
-  if (!profiling_) return;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (interval >= 0) {
     timer_->stop(interval);
-    seconds = timer_->collect().at(static_cast<size_t>(interval));
+    seconds = timer_->collect().at(static_cast<size_t>(interval));  // waits for the update
   }
+  if (trace_) {
+    if (interval < 0) memory_->synchronize();  // the update's time, not its enqueueing
+    const int64_t end = interval >= 0 ? trace_t0 + device_ns(seconds) : trace_now_ns();
+    trace_->add(TraceEvent{trace_t0, end, step - 1, -1, -1, TraceKind::kOptimizer});
+  }
+  if (!profiling_) return;
   profile_.add("optimizer", ProfileDirection::kOptimizer, seconds, 0, optimizer_->implementation());
 }
 

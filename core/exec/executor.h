@@ -135,7 +135,7 @@ class Executor {
   const Profile& profile() const { return profile_; }
   // Records every instruction, slot wait and optimizer update into `trace`
   // from now on (null: stop); the caller owns it (--trace).
-  void set_trace(TraceBuffer* trace) { trace_ = trace; }
+  void set_trace(TraceBuffer* trace);
   // A training pass of more than `samples` samples calls each op's kernel
   // once per consecutive chunk of `samples`, forward and backward (except
   // ops that couple their samples, as batch_norm does, and losses and
@@ -249,7 +249,7 @@ class Executor {
   std::function<void(const Instr&)> after_instruction_;
   double wait_seconds_ = 0;
   Profile profile_;
-  std::unique_ptr<DeviceTimer> timer_;  // device time (--profile on a GPU), or null
+  std::unique_ptr<DeviceTimer> timer_;  // device time (--profile and --trace on a GPU), or null
   // The instructions of the pass being profiled: their device interval
   // (timer_), or -1 and the host's seconds.
   struct Timed {
@@ -258,6 +258,14 @@ class Executor {
     double seconds;
   };
   std::vector<Timed> timed_;
+  // The trace slices of the pass that the device times: their start (the
+  // host's clock when the work was queued), filled with the interval's
+  // device seconds once the pass is collected.
+  struct PendingSlice {
+    TraceEvent event;
+    int interval;
+  };
+  std::vector<PendingSlice> pending_slices_;
   // (kind << 32 | node) of the instruction in progress, or -1; and the
   // count of finished instructions. Written by run(), read by progress().
   std::atomic<int64_t> running_{-1};

@@ -7,6 +7,7 @@
 
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_dispatch.h"
+#include "kernels/cpu/gradient_add.h"
 #include "kernels/cpu/parallel.h"
 
 namespace devmap::cpu {
@@ -189,8 +190,8 @@ void BatchNormKernel::backward(const BackwardArgs& args) {
       const ChannelSums s = channel_sums(l, x, dy, ch);
       const double rstd = 1.0 / std::sqrt(s.var + eps);
       const double sum_dy_xhat = s.sum_dy_xc * rstd;
-      dw[ch] = args.accumulate ? dw[ch] + static_cast<float>(sum_dy_xhat) : static_cast<float>(sum_dy_xhat);
-      db[ch] = args.accumulate ? db[ch] + static_cast<float>(s.sum_dy) : static_cast<float>(s.sum_dy);
+      dw[ch] = add_gradient_share(dw[ch], sum_dy_xhat, args.accumulate);
+      db[ch] = add_gradient_share(db[ch], s.sum_dy, args.accumulate);
       if (dx == nullptr) continue;
       // dx = rstd w (dy - mean(dy) - xhat mean(dy xhat)), xhat = (x - mean) rstd
       const double a = rstd * w[ch], b = -a * rstd * (sum_dy_xhat / count), c = -a * (s.sum_dy / count);

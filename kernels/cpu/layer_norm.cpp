@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/gradient_add.h"
 #include "kernels/cpu/parallel.h"
 
 namespace devmap::cpu {
@@ -84,8 +85,8 @@ void LayerNormKernel::backward(const BackwardArgs& args) {
             sw += g * (x[n * f + j] - ms[static_cast<size_t>(n)].mean) * ms[static_cast<size_t>(n)].rstd;
             sb += g;
           }
-          dw[j] = args.accumulate ? dw[j] + static_cast<float>(sw) : static_cast<float>(sw);
-          db[j] = args.accumulate ? db[j] + static_cast<float>(sb) : static_cast<float>(sb);
+          dw[j] = add_gradient_share(dw[j], sw, args.accumulate);
+          db[j] = add_gradient_share(db[j], sb, args.accumulate);
         }
       },
       1024);

@@ -1,8 +1,9 @@
 // Hand-written kernels for batch_norm with the CPU kernel's arithmetic
-// (kernels/cpu/batch_norm.h): one thread per channel sums its values in
-// double in the CPU's lanes and order; one thread per element then
-// normalises (or computes dx) in float from the channel's figures kept in
-// scratch.
+// (kernels/cpu/batch_norm.h): one block per channel, one thread per lane of
+// the CPU's 16, sums its values in double in the CPU's order, and one
+// thread adds the lanes in the CPU's tree (batch_norm_logic.h); one thread
+// per element then normalises (or computes dx) in float from the channel's
+// figures kept in scratch.
 #pragma once
 
 #include <cuda_runtime_api.h>

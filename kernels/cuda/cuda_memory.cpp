@@ -15,25 +15,13 @@
 namespace devmap::cuda {
 namespace {
 
-// The pool's size: `requested`, or the default when 0; checked against the
-// device's free memory now.
+// The pool's size for `requested` (0: the default) against the device's
+// free memory now.
 uint64_t resolve_limit(CudaDevice& device, uint64_t requested) {
   device.ensure();  // the context and handles exist before free memory is read
   size_t free = 0, total = 0;
   check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-  if (requested == 0) {
-    const uint64_t limit = CudaMemory::default_limit(free, total);
-    if (limit == 0)
-      throw_runtime(device.name() + ": only " + format_bytes(free) + " of " + format_bytes(total) +
-                    " are free, less than the reserve the GPU worker keeps for CUDA, cuDNN and cuBLAS; "
-                    "free the GPU or set a memory_limit");
-    return limit;
-  }
-  if (requested > free)
-    throw_runtime(device.name() + ": memory_limit " + format_bytes(requested) + " is more than the " +
-                  format_bytes(free) + " free on the device (" + format_bytes(total) + " total); lower devices." +
-                  device.name() + ".memory_limit");
-  return requested;
+  return CudaMemory::pool_limit(device.name(), requested, free, total);
 }
 
 constexpr uintptr_t kCublasAlignment = 256;  // cublasSetWorkspace's alignment
@@ -48,6 +36,26 @@ bool pinning_disabled_by_env() {
 uint64_t CudaMemory::default_limit(uint64_t free_bytes, uint64_t total_bytes) {
   const uint64_t reserve = std::max(kMinReserveBytes, total_bytes / kReserveDivisor);
   return free_bytes > reserve ? free_bytes - reserve : 0;
+}
+
+uint64_t CudaMemory::pool_limit(const std::string& device, uint64_t requested, uint64_t free_bytes,
+                                uint64_t total_bytes) {
+  const uint64_t most = default_limit(free_bytes, total_bytes);
+  if (requested == 0) {
+    if (most == 0)
+      throw_runtime(device + ": only " + format_bytes(free_bytes) + " of " + format_bytes(total_bytes) +
+                    " are free, less than the reserve the GPU worker keeps for CUDA, cuDNN and cuBLAS; "
+                    "free the GPU or set a memory_limit");
+    return most;
+  }
+  if (requested > most) {
+    const uint64_t reserve = std::max(kMinReserveBytes, total_bytes / kReserveDivisor);
+    throw_runtime(device + ": memory_limit " + format_bytes(requested) + " leaves less than the " +
+                  format_bytes(reserve) + " the GPU worker keeps free for CUDA, cuDNN and cuBLAS (" +
+                  format_bytes(free_bytes) + " of " + format_bytes(total_bytes) + " free); set devices." + device +
+                  ".memory_limit to at most " + format_bytes(most) + ", or 0 for that figure");
+  }
+  return requested;
 }
 
 CudaMemory::CudaMemory(std::shared_ptr<CudaDevice> gpu, std::string name, uint64_t limit)

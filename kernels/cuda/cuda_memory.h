@@ -41,10 +41,18 @@ class CudaMemory final : public DeviceMemory {
   static constexpr uint64_t kMinReserveBytes = uint64_t{1} << 30;
   static constexpr uint64_t kReserveDivisor = 20;
   static uint64_t default_limit(uint64_t free_bytes, uint64_t total_bytes);
+  // The pool's size on `device` for a `requested` memory_limit (0: the
+  // default_limit) with `free_bytes` of `total_bytes` free: an explicit
+  // limit must leave the same reserve free, for the CUDA context, cuDNN's
+  // and cuBLAS's handles and the kernels they load on first use (outside
+  // the pool). Throws devmap::Error (kRuntime) naming the limit, the free
+  // memory, the reserve and the most the device allows.
+  static uint64_t pool_limit(const std::string& device, uint64_t requested, uint64_t free_bytes, uint64_t total_bytes);
 
   // Takes `limit` bytes (0: default_limit() of the device's memory now)
   // from `gpu`. Throws devmap::Error when the device has no usable GPU, when
-  // the limit is more than the free memory, or when cudaMalloc fails.
+  // the limit leaves less than the reserve free (pool_limit), or when
+  // cudaMalloc fails.
   CudaMemory(std::shared_ptr<CudaDevice> gpu, std::string name, uint64_t limit);
   ~CudaMemory() override;
 

@@ -34,12 +34,9 @@ __global__ void accuracy_per_sample(const float* logits, const float* labels, in
   }
 }
 
-// out[0] = (sum of v[0..n) in the fixed order) / divisor, one block.
+// out[0] = (sum of v[0..n) in sample order) / divisor, one thread.
 __global__ void ordered_mean(const double* v, int64_t n, double divisor, float* out) {
-  __shared__ double partial[loss::kSumLanes];
-  partial[threadIdx.x] = loss::lane_sum(v, n, static_cast<int>(threadIdx.x));
-  __syncthreads();
-  if (threadIdx.x == 0) out[0] = static_cast<float>(loss::sum_of_lanes(partial) / divisor);
+  out[0] = static_cast<float>(loss::batch_sum(v, n) / divisor);
 }
 
 __global__ void cross_entropy_backward(const float* logits, const float* labels, const float* dy, int64_t batch,
@@ -69,7 +66,7 @@ void launch_softmax_cross_entropy_forward(const float* logits, const float* labe
   cross_entropy_per_sample<<<blocks_for(batch), kThreads, 0, stream>>>(logits, labels, batch, classes, scratch,
                                                                        bad_sample);
   check_launch("softmax_cross_entropy forward");
-  ordered_mean<<<1, loss::kSumLanes, 0, stream>>>(scratch, batch, batch_total, out);
+  ordered_mean<<<1, 1, 0, stream>>>(scratch, batch, batch_total, out);
   check_launch("softmax_cross_entropy sum");
 }
 
@@ -85,7 +82,7 @@ void launch_accuracy(const float* logits, const float* labels, int64_t batch, in
   reset_bad(bad_sample, stream);
   accuracy_per_sample<<<blocks_for(batch), kThreads, 0, stream>>>(logits, labels, batch, classes, scratch, bad_sample);
   check_launch("accuracy");
-  ordered_mean<<<1, loss::kSumLanes, 0, stream>>>(scratch, batch, batch_total, out);
+  ordered_mean<<<1, 1, 0, stream>>>(scratch, batch, batch_total, out);
   check_launch("accuracy sum");
 }
 

@@ -61,21 +61,14 @@ DEVMAP_HD inline void cross_entropy_gradient(const float* z, int64_t classes, in
   }
 }
 
-// The fixed order of the batch sums: lane t (one thread of one block)
-// adds v[t], v[t + kSumLanes], ... in order, then the lanes are added in
-// lane order.
-constexpr int kSumLanes = 256;
-
-DEVMAP_HD inline double lane_sum(const double* v, int64_t n, int lane) {
+// The batch sum of per-sample values: in sample order, one addition at a
+// time in double, as the CPU kernels add them (softmax_cross_entropy,
+// accuracy). One thread runs it: any split into lanes adds in another
+// order and differs from the CPU's bits in the last place.
+DEVMAP_HD inline double batch_sum(const double* v, int64_t n) {
   double s = 0.0;
-  for (int64_t i = lane; i < n; i += kSumLanes) s += v[i];
+  for (int64_t i = 0; i < n; ++i) s += v[i];
   return s;
-}
-
-DEVMAP_HD inline double sum_of_lanes(const double* lanes) {
-  double total = 0.0;
-  for (int t = 0; t < kSumLanes; ++t) total += lanes[t];
-  return total;
 }
 
 }  // namespace devmap::cuda::loss

@@ -1,3 +1,4 @@
+#include "kernels/cpu/gradient_add.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/norm_loss_kernels.h"
@@ -62,8 +63,8 @@ __global__ void layer_norm_backward_params(LayerNormArgs a, LayerNormGrads g) {
       sw += d * (a.x[n * a.features + j] - g.moments[2 * n]) * g.moments[2 * n + 1];
       sb += d;
     }
-    g.d_weight[j] = static_cast<float>(g.accumulate ? g.d_weight[j] + sw : sw);
-    g.d_bias[j] = static_cast<float>(g.accumulate ? g.d_bias[j] + sb : sb);
+    g.d_weight[j] = add_gradient_share(g.d_weight[j], sw, g.accumulate);
+    g.d_bias[j] = add_gradient_share(g.d_bias[j], sb, g.accumulate);
   }
 }
 

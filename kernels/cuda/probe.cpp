@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/base/format_bytes.h"
+#include "kernels/cuda/probe_conv.h"
 #include "kernels/cuda/probe_kernel.h"
 
 #ifndef DEVMAP_CUDA_ARCHITECTURES
@@ -53,12 +54,14 @@ void read_versions(GpuProbe& p) {
 
 // Creates and destroys a cuDNN and a cuBLAS handle on the current device and
 // reads cuDNN's forward convolution algorithm count (the convolution
-// sub-library); empty, or what failed.
+// sub-library) and runs one tiny convolution (probe_convolution_problem);
+// empty, or what failed.
 std::string handle_problem(GpuProbe& p) {
   cudnnHandle_t dnn = nullptr;
   cudnnStatus_t s = cudnnCreate(&dnn);
   if (s != CUDNN_STATUS_SUCCESS) return std::string("cudnnCreate failed: ") + cudnnGetErrorString(s);
   s = cudnnGetConvolutionForwardAlgorithmMaxCount(dnn, &p.conv_algorithms);
+  const std::string conv = s == CUDNN_STATUS_SUCCESS ? probe_convolution_problem(dnn) : std::string();
   const cudnnStatus_t destroyed = cudnnDestroy(dnn);
   if (s != CUDNN_STATUS_SUCCESS)
     return std::string(
@@ -66,6 +69,7 @@ std::string handle_problem(GpuProbe& p) {
                "cudnnGetConvolutionForwardAlgorithmMaxCount: ") +
            cudnnGetErrorString(s);
   if (p.conv_algorithms <= 0) return "cuDNN offers no forward convolution algorithm";
+  if (!conv.empty()) return conv;
   if (destroyed != CUDNN_STATUS_SUCCESS) return std::string("cudnnDestroy failed: ") + cudnnGetErrorString(destroyed);
   cublasHandle_t blas = nullptr;
   cublasStatus_t b = cublasCreate(&blas);
@@ -201,6 +205,23 @@ GpuProbe probe_gpu(int ordinal) {
   return p;
 }
 
+std::string runtime_summary(int ordinal) {
+  GpuProbe p;
+  read_versions(p);
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, ordinal) == cudaSuccess) {
+    p.name = prop.name;
+    p.cc_major = prop.major;
+    p.cc_minor = prop.minor;
+  } else {
+    (void)cudaGetLastError();
+    p.name = "gpu:" + std::to_string(ordinal);
+  }
+  return p.name + " (sm_" + std::to_string(p.cc_major * 10 + p.cc_minor) + "), CUDA " +
+         cuda_version_string(p.runtime_version) + ", cuDNN " + version_triple(p.cudnn_version) + ", cuBLAS " +
+         version_triple(static_cast<size_t>(p.cublas_version));
+}
+
 std::string GpuProbe::describe() const {
   std::ostringstream o;
   if (usable) {
@@ -221,7 +242,7 @@ std::string GpuProbe::describe() const {
     << "built for architectures: " << built_architectures << "\n";
   if (usable)
     o << "handles: cuDNN and cuBLAS created and destroyed; cuDNN forward convolution algorithms: " << conv_algorithms
-      << "\n";
+      << "; a 2x2 convolution ran and gave the expected sums\n";
   return o.str();
 }
 

@@ -42,10 +42,17 @@ struct GpuProbe {
 // this build has code for the device, checks cuDNN's libraries against the
 // build (cuda_library_problem), then creates a cuDNN and a cuBLAS handle,
 // asks cuDNN for its convolution algorithm count (which needs the
-// convolution sub-library, libcudnn_cnn) and destroys both. Never throws;
+// convolution sub-library, libcudnn_cnn), runs one tiny convolution
+// (probe_conv.h) and destroys both. Never throws;
 // a failure is usable == false with the reason, and a CUDA error is
 // cleared.
 GpuProbe probe_gpu(int ordinal = 0);
+
+// "NAME (sm_XY), CUDA a.b, cuDNN x.y.z, cuBLAS x.y.z" for a running
+// worker's READY: the device's properties and the libraries' versions,
+// read without allocating or launching anything (the worker's pool already
+// holds the device's memory by then).
+std::string runtime_summary(int ordinal);
 
 // Whether the cuDNN this process loaded fits the build, without a device:
 // its major version is the headers' (cudnnGetVersion against

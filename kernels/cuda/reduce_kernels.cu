@@ -1,3 +1,4 @@
+#include "kernels/cpu/gradient_add.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/reduce_kernels.h"
@@ -27,14 +28,14 @@ __global__ void channel_sums_kernel(const float* dy, int64_t batch, int64_t chan
     if (threadIdx.x == 0) total += partial[0];
     __syncthreads();
   }
-  if (threadIdx.x == 0) db[o] = accumulate ? db[o] + static_cast<float>(total) : static_cast<float>(total);
+  if (threadIdx.x == 0) db[o] = add_gradient_share(db[o], total, accumulate);
 }
 
 __global__ void column_sums_kernel(const float* dy, int64_t batch, int64_t units, float* db, bool accumulate) {
   DEVMAP_GRID_LOOP(u, units) {
     double s = 0.0;
     for (int64_t n = 0; n < batch; ++n) s += static_cast<double>(dy[n * units + u]);
-    db[u] = accumulate ? db[u] + static_cast<float>(s) : static_cast<float>(s);
+    db[u] = add_gradient_share(db[u], s, accumulate);
   }
 }
 

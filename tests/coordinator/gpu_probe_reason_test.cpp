@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
@@ -68,6 +69,22 @@ TEST(GpuProbeReason, AWorkerGpuTheLoaderCannotStartNamesTheMissingLibrary) {
   EXPECT_EQ(p.text, "no usable GPU: " + dir.file("worker_gpu") +
                         " cannot start: cuDNN's library libcudnn.so.9 is missing or unreadable (install it, or add "
                         "its folder to LD_LIBRARY_PATH)");
+}
+
+// A probe that hangs (a wedged driver) is stopped at its time bound, and the
+// reason says so.
+TEST(GpuProbeReason, AProbeThatGivesNoAnswerIsStoppedAndSaysWhy) {
+  test::TempDir dir;
+  const std::string path = dir.write("worker_gpu", "#!/bin/sh\nexec sleep 30\n");
+  ASSERT_EQ(::chmod(path.c_str(), 0755), 0);
+  const auto start = std::chrono::steady_clock::now();
+  const GpuProbe p = probe_gpu_device(in_dir(dir), "gpu:0", 1.0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_FALSE(p.usable);
+  EXPECT_EQ(p.text, "no usable GPU: " + path +
+                        " --probe gave no answer in 1 s and was stopped: the driver or the device does not respond "
+                        "(nvidia-smi shows their state)");
+  EXPECT_GT(kGpuProbeSeconds, 0.0);
 }
 
 TEST(GpuProbeReason, ProbeFailuresNameTheLibraryOrTheStatus) {

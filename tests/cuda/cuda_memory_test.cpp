@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "core/base/error.h"
@@ -25,6 +27,32 @@ TEST(CudaMemoryLimit, DefaultIsFreeMemoryLessTheReserve) {
   EXPECT_EQ(CudaMemory::default_limit(8 * kGiB, 8 * kGiB), 7 * kGiB);
   EXPECT_EQ(CudaMemory::default_limit(100 * kGiB, 140 * kGiB), 93 * kGiB);
   EXPECT_EQ(CudaMemory::default_limit(kGiB / 2, 4 * kGiB), 0u);  // less than the reserve is free
+}
+
+// The message of the devmap::Error `fn` throws, or "(no error)".
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// An explicit memory_limit leaves the reserve free too: cuDNN and cuBLAS
+// load kernels outside the pool on first use.
+TEST(CudaMemoryLimit, AnExplicitLimitLeavesTheReserveFree) {
+  EXPECT_EQ(CudaMemory::pool_limit("gpu:0", 4 * kGiB, 8 * kGiB, 8 * kGiB), 4 * kGiB);
+  EXPECT_EQ(CudaMemory::pool_limit("gpu:0", 7 * kGiB, 8 * kGiB, 8 * kGiB), 7 * kGiB);
+  EXPECT_EQ(CudaMemory::pool_limit("gpu:0", 0, 8 * kGiB, 8 * kGiB), 7 * kGiB);
+  const std::string message = error_of([] { CudaMemory::pool_limit("gpu:0", 8 * kGiB, 8 * kGiB, 8 * kGiB); });
+  EXPECT_EQ(message,
+            "gpu:0: memory_limit 8.00 GiB leaves less than the 1.00 GiB the GPU worker keeps free for CUDA, cuDNN "
+            "and cuBLAS (8.00 GiB of 8.00 GiB free); set devices.gpu:0.memory_limit to at most 7.00 GiB, or 0 for "
+            "that figure");
+  // 5% of 140 GiB is the reserve on a large device.
+  EXPECT_EQ(CudaMemory::pool_limit("gpu:1", 133 * kGiB, 140 * kGiB, 140 * kGiB), 133 * kGiB);
+  EXPECT_NE(error_of([] { CudaMemory::pool_limit("gpu:1", 134 * kGiB, 140 * kGiB, 140 * kGiB); }), "(no error)");
 }
 
 std::unique_ptr<CudaMemory> small_memory(uint64_t limit) {

@@ -8,10 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ios>
 #include <limits>
 
 #include "core/base/random.h"
+#include "kernels/cpu/gradient_add.h"
 #include "kernels/cuda/avg_pool_logic.h"
+#include "kernels/cuda/batch_norm_logic.h"
 #include "kernels/cuda/dropout_logic.h"
 #include "kernels/cuda/loss_logic.h"
 #include "kernels/cuda/max_pool2d.h"
@@ -177,15 +180,13 @@ TEST(KernelLogic, LossAccuracyArgmaxAreTheCpus) {
   const float* labels = loss.inputs[1].data();
 
   // Forward: per-sample values, then the kernel's lane order.
-  std::vector<double> values(static_cast<size_t>(batch)), lanes(cuda::loss::kSumLanes);
+  std::vector<double> values(static_cast<size_t>(batch));
   for (int64_t n = 0; n < batch; ++n) {
     ASSERT_TRUE(cuda::loss::valid_label(labels[n], classes));
     values[static_cast<size_t>(n)] =
         cuda::loss::cross_entropy(z + n * classes, classes, static_cast<int64_t>(labels[n]));
   }
-  for (int t = 0; t < cuda::loss::kSumLanes; ++t)
-    lanes[static_cast<size_t>(t)] = cuda::loss::lane_sum(values.data(), batch, t);
-  const float mean = static_cast<float>(cuda::loss::sum_of_lanes(lanes.data()) / 1000.0);
+  const float mean = static_cast<float>(cuda::loss::batch_sum(values.data(), batch) / 1000.0);
   EXPECT_NEAR(mean, loss.output.data()[0], 1e-6 * std::fabs(loss.output.data()[0]));
 
   // Backward: row by row, the same formula.
@@ -261,6 +262,98 @@ TEST(KernelLogic, OptimizerUpdatesAreTheCpus) {
     }
     expect_same(q, p, optimizer_kind_name(kind));
   }
+}
+
+// batch_norm's block-per-channel logic (16 lanes, one thread each, then
+// the CPU's tree) gives the CPU kernel's bits: forward, running statistics,
+// and backward (parameter gradients accumulated, input gradient), on
+// feature maps whose planes are not a multiple of 16 and on [C] features.
+void batch_norm_logic_against_cpu(const Shape& sample, int64_t batch, uint64_t seed) {
+  OpHarness h(make_node("batch_norm", "bn", {sample}), batch);
+  fill_uniform(span_of(h.inputs[0]), seed, -3.0f, 3.0f);
+  fill_uniform(span_of(h.params[0]), seed + 1, 0.5f, 1.5f);
+  fill_uniform(span_of(h.params[1]), seed + 2, -0.5f, 0.5f);
+  fill_uniform(span_of(h.params[2]), seed + 3, -0.5f, 0.5f);
+  fill_uniform(span_of(h.params[3]), seed + 4, 0.5f, 1.5f);
+  fill_uniform(span_of(h.d_output), seed + 5, -1.0f, 1.0f);
+  fill_uniform(span_of(h.d_params[0]), seed + 6, -1.0f, 1.0f);
+  fill_uniform(span_of(h.d_params[1]), seed + 7, -1.0f, 1.0f);
+  const int64_t c = sample[0], hw = sample.rank() == 3 ? sample[1] * sample[2] : 1;
+  const std::vector<float> running_mean(h.params[2].data(), h.params[2].data() + c),
+      running_var(h.params[3].data(), h.params[3].data() + c), dw0(h.d_params[0].data(), h.d_params[0].data() + c),
+      db0(h.d_params[1].data(), h.d_params[1].data() + c);
+  h.forward();
+  h.backward(true);
+  const double eps = h.node.attrs.get_float("eps"), momentum = h.node.attrs.get_float("momentum");
+  const double count = static_cast<double>(batch * hw);
+  const float* x = h.inputs[0].data();
+  const float* dy = h.d_output.data();
+  std::vector<float> y(static_cast<size_t>(batch * c * hw)), dx(y.size()), mean_after(c), var_after(c), dw(c), db(c);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const double shift = x[ch * hw];
+    cuda::bn::LaneSums lanes[cuda::bn::kLanes], dlanes[cuda::bn::kLanes];
+    for (int t = 0; t < cuda::bn::kLanes; ++t) {
+      lanes[t] = cuda::bn::lane_sums(x, nullptr, batch, c, hw, ch, t, shift);
+      dlanes[t] = cuda::bn::lane_sums(x, dy, batch, c, hw, ch, t, shift);
+    }
+    const cuda::bn::ChannelSums m = cuda::bn::channel_sums(lanes, shift, count);
+    const size_t k = static_cast<size_t>(ch);
+    mean_after[k] = static_cast<float>((1.0 - momentum) * running_mean[k] + momentum * m.mean);
+    var_after[k] = static_cast<float>((1.0 - momentum) * running_var[k] + momentum * (m.var * count / (count - 1.0)));
+    const cuda::bn::Affine f =
+        cuda::bn::forward_affine(m.mean, m.var, h.params[0].data()[ch], h.params[1].data()[ch], eps);
+    const cuda::bn::Backward b =
+        cuda::bn::backward_figures(cuda::bn::channel_sums(dlanes, shift, count), h.params[0].data()[ch], eps, count);
+    dw[k] = add_gradient_share(dw0[k], b.d_weight, true);
+    db[k] = add_gradient_share(db0[k], b.d_bias, true);
+    for (int64_t s = 0; s < batch; ++s)
+      for (int64_t j = 0; j < hw; ++j) {
+        const size_t i = static_cast<size_t>((s * c + ch) * hw + j);
+        y[i] = (x[i] - f.m) * f.a + f.b;
+        dx[i] = (dy[i] * b.a + (x[i] - b.m) * b.b) + b.c;
+      }
+  }
+  const std::string what = "batch_norm " + std::to_string(c) + "x" + std::to_string(hw);
+  expect_same(y, h.output, what + " forward");
+  expect_same(mean_after, h.params[2], what + " running_mean");
+  expect_same(var_after, h.params[3], what + " running_var");
+  expect_same(dw, h.d_params[0], what + " d_weight (accumulated)");
+  expect_same(db, h.d_params[1], what + " d_bias (accumulated)");
+  expect_same(dx, h.d_inputs[0], what + " d_input");
+}
+
+TEST(KernelLogic, BatchNormLanesGiveTheCpusBits) {
+  batch_norm_logic_against_cpu(Shape{6, 5, 7}, 9, 70);   // planes of 35: two full lane rounds and a tail
+  batch_norm_logic_against_cpu(Shape{4, 4, 4}, 33, 71);  // planes of 16
+  batch_norm_logic_against_cpu(Shape{300}, 17, 72);      // [C]: one value per plane, lane 0 only
+}
+
+// The batch sum of the loss and the metric adds in sample order, as the CPU
+// does, at any batch: with 1 at sample 0, 2^53 at 1 and 1 at 256, in order
+// (1 + 2^53) + 1 is 2^53, while adding samples 0 and 256 first gives 2^53 + 2.
+TEST(KernelLogic, TheBatchSumAddsInSampleOrderAtAnyBatch) {
+  std::vector<double> v(300, 0.0);
+  v[0] = 1.0;
+  v[1] = std::ldexp(1.0, 53);
+  v[256] = 1.0;
+  double in_order = 0.0;
+  for (double x : v) in_order += x;
+  EXPECT_EQ(cuda::loss::batch_sum(v.data(), static_cast<int64_t>(v.size())), in_order);
+  EXPECT_EQ(in_order, std::ldexp(1.0, 53));
+}
+
+// A chunk's share of a parameter gradient is rounded to float, then added
+// in float (kernels/cpu/gradient_add.h, which the CPU's and the GPU's
+// batch_norm, layer_norm and bias sums call): 1 + float(2^-24 + 2^-50)
+// is a tie that rounds to 1, while float(1 + (2^-24 + 2^-50)) in double
+// rounds up to 1 + 2^-23.
+TEST(KernelLogic, AGradientShareIsRoundedToFloatBeforeItIsAdded) {
+  const double share = std::ldexp(1.0, -24) + std::ldexp(1.0, -50);
+  ASSERT_NE(static_cast<float>(1.0 + share), 1.0f) << "the value must tell the two roundings apart";
+  EXPECT_EQ(add_gradient_share(1.0f, share, true), 1.0f + static_cast<float>(share));
+  EXPECT_EQ(add_gradient_share(1.0f, share, true), 1.0f) << std::hexfloat << add_gradient_share(1.0f, share, true);
+  EXPECT_EQ(add_gradient_share(1.0f, share, false), static_cast<float>(share));
+  EXPECT_EQ(add_gradient_share(-3.5f, -share, true), -3.5f);
 }
 
 }  // namespace

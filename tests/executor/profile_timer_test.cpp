@@ -1,14 +1,18 @@
-// --profile on a device with a DeviceTimer (a GPU's CUDA events): kernels,
-// gradient sums and the optimizer are reported in the timer's device time,
-// not in the host's enqueue time. A fake timer whose every interval lasts
-// 1000 s tells the two apart; the CPU kernels do the work.
+// --profile and --trace on a device with a DeviceTimer (a GPU's CUDA
+// events): kernels, gradient sums and the optimizer are reported in the
+// timer's device time, not in the host's enqueue time (the trace's slices
+// are what calibration turns into per-op costs). A fake asynchronous timer
+// whose every interval lasts 1000 s, read only at collect(), tells the two
+// apart; the CPU kernels do the work.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/exec/executor.h"
 #include "core/exec/host_memory.h"
+#include "core/exec/trace.h"
 #include "kernels/cpu/cpu_kernel_factory.h"
 #include "tests/core/graph_builders.h"
 
@@ -49,7 +53,9 @@ class TimedMemory : public HostMemory {
   int collects = 0;
 };
 
-std::vector<ProfileEntry> profile_two_steps(DeviceMemory& memory) {
+// Two training steps of the reference CNN on `memory`'s device, with
+// --profile, or with a trace into `trace` when one is given.
+std::vector<ProfileEntry> two_steps(DeviceMemory& memory, TraceBuffer* trace = nullptr) {
   Graph g = reference_cnn();
   for (int i = 0; i < g.size(); ++i) g.node(i).device = "cpu:0";
   Program p = build_training_program(g);
@@ -61,7 +67,10 @@ std::vector<ProfileEntry> profile_two_steps(DeviceMemory& memory) {
   ex.set_external(g.find("label"));
   ex.reserve(4);
   ex.init_parameters();
-  ex.enable_profile();
+  if (trace)
+    ex.set_trace(trace);
+  else
+    ex.enable_profile();
   std::vector<float> images(4 * 784, 0.5f), labels = {0, 1, 2, 3};
   ex.bind_output(g.find("image"), images.data());
   ex.bind_output(g.find("label"), labels.data());
@@ -71,13 +80,13 @@ std::vector<ProfileEntry> profile_two_steps(DeviceMemory& memory) {
     ex.backward(4, info, false);
     ex.apply_optimizer(step + 1);
   }
-  return ex.profile().entries();
+  return trace ? std::vector<ProfileEntry>{} : ex.profile().entries();
 }
 
 TEST(DeviceTimeProfile, KernelsAndOptimizerAreTimedByTheDevicesTimer) {
   TimedMemory timed("gpu:0", 0);
   HostMemory host("cpu:0", 0);
-  const std::vector<ProfileEntry> device = profile_two_steps(timed), wall = profile_two_steps(host);
+  const std::vector<ProfileEntry> device = two_steps(timed), wall = two_steps(host);
   ASSERT_EQ(device.size(), wall.size());
   ASSERT_FALSE(device.empty());
   for (size_t i = 0; i < device.size(); ++i) {
@@ -90,6 +99,28 @@ TEST(DeviceTimeProfile, KernelsAndOptimizerAreTimedByTheDevicesTimer) {
         << d.name << " " << profile_direction_name(d.direction) << ": the timer's seconds";
     EXPECT_LT(w.seconds, static_cast<double>(w.calls) * kIntervalSeconds) << d.name << ": the host's clock";
   }
+  // One wait for the device per pass (forward, backward) and per update.
+  EXPECT_EQ(timed.collects, 2 * 3);
+}
+
+TEST(DeviceTimeTrace, KernelGradientSumAndOptimizerSlicesLastTheDevicesTime) {
+  TimedMemory timed("gpu:0", 0);
+  TraceBuffer trace;
+  trace.reserve(512);
+  two_steps(timed, &trace);
+  const int64_t device_ns = static_cast<int64_t>(kIntervalSeconds * 1e9);
+  std::map<TraceKind, int> slices;
+  for (const TraceEvent& e : trace.events()) {
+    if (e.kind == TraceKind::kForward || e.kind == TraceKind::kBackward || e.kind == TraceKind::kSumGrads ||
+        e.kind == TraceKind::kOptimizer) {
+      ++slices[e.kind];
+      EXPECT_EQ(e.end_ns - e.start_ns, device_ns)
+          << "kind " << static_cast<int>(e.kind) << ", node " << e.id << ": the timer's time, not the host's";
+    }
+  }
+  EXPECT_GT(slices[TraceKind::kForward], 0);
+  EXPECT_GT(slices[TraceKind::kBackward], 0);
+  EXPECT_EQ(slices[TraceKind::kOptimizer], 2);
   // One wait for the device per pass (forward, backward) and per update.
   EXPECT_EQ(timed.collects, 2 * 3);
 }
