@@ -17,7 +17,12 @@ int run_export(const ExportCommand& command, std::ostream& out) {
   overrides.insert(overrides.end(), command.overrides.begin(), command.overrides.end());
   const Config config = load_config(command.config_path, overrides);
   const std::map<std::string, HostTensor> weights = read_weights(command.weights);
-  const onnx::ModelProto model = export_model(config.graph, weights);
+  onnx::ModelProto model;
+  try {
+    model = export_model(config.graph, weights);
+  } catch (const Error& e) {
+    throw_invalid(command.weights + " with " + command.config_path + ": " + e.what());
+  }
   write_model(model, command.output);
   out << "wrote " << command.output << ": " << model.graph().node_size() << " ONNX nodes (opset "
       << model.opset_import(0).version() << "), " << model.graph().initializer_size() << " initializers; input";

@@ -1,5 +1,6 @@
 // Constant folding of what only shapes depend on (Constant, Shape, Gather,
-// Cast, Slice, ConstantOfShape, and Add, Sub, Mul, Div of constants), and
+// Cast, Slice, ConstantOfShape, Transpose, and Add, Sub, Mul, Div of
+// constants), and
 // Add of two computed tensors (devmap's add).
 #include <cmath>
 
@@ -142,6 +143,36 @@ void import_constant_of_shape(Importer& im, const onnx::NodeProto& n) {
   im.set_const(n.output(0), std::move(t));
 }
 
+void import_transpose(Importer& im, const onnx::NodeProto& n) {
+  const HostTensor* c = im.constant(Importer::input(n, 0));
+  if (!c)
+    return im.unsupported(n,
+                          "needs a transpose of data, which devmap has not (a model from tf2onnx: convert it "
+                          "with --inputs-as-nchw so that it takes NCHW images)");
+  const size_t rank = c->dims.size();
+  Dims perm = Importer::attr_ints(n, "perm", {});
+  if (perm.empty())
+    for (size_t i = 0; i < rank; ++i) perm.push_back(static_cast<int64_t>(rank - 1 - i));
+  if (perm.size() != rank) return im.unsupported(n, "has a perm that does not fit its input");
+  HostTensor t;
+  t.integer = c->integer;
+  for (int64_t p : perm) t.dims.push_back(c->dims[static_cast<size_t>(p)]);
+  t.values.resize(c->values.size());
+  std::vector<int64_t> in_strides(rank, 1);
+  for (size_t i = rank; i-- > 1;) in_strides[i - 1] = in_strides[i] * c->dims[i];
+  std::vector<int64_t> index(rank, 0);
+  for (size_t k = 0; k < t.values.size(); ++k) {
+    int64_t from = 0;
+    for (size_t i = 0; i < rank; ++i) from += index[i] * in_strides[static_cast<size_t>(perm[i])];
+    t.values[k] = c->values[static_cast<size_t>(from)];
+    for (size_t i = rank; i-- > 0;) {
+      if (++index[i] < t.dims[i]) break;
+      index[i] = 0;
+    }
+  }
+  im.set_const(n.output(0), std::move(t));
+}
+
 // Add, Sub, Mul, Div: of constants, folded (same shapes, or one a single
 // value); Add of two computed tensors of one shape: devmap's add.
 void import_arithmetic(Importer& im, const onnx::NodeProto& n, char op) {
@@ -186,6 +217,7 @@ void register_constant_importers(std::map<std::string, NodeImporter>& table) {
   table["Cast"] = import_cast;
   table["Slice"] = import_slice;
   table["ConstantOfShape"] = import_constant_of_shape;
+  table["Transpose"] = import_transpose;
   table["Add"] = [](Importer& im, const onnx::NodeProto& n) { import_arithmetic(im, n, '+'); };
   table["Sub"] = [](Importer& im, const onnx::NodeProto& n) { import_arithmetic(im, n, '-'); };
   table["Mul"] = [](Importer& im, const onnx::NodeProto& n) { import_arithmetic(im, n, '*'); };

@@ -256,7 +256,10 @@ void import_pool(Importer& im, const onnx::NodeProto& n, bool max) {
   }
   if (xd && xd->size() != 4) return im.unsupported(n, "needs 2-D pooling of [N, C, H, W], has " + dims_text(*xd));
   const int id = im.emit(n, max ? "max_pool2d" : "avg_pool2d", {im.data_node(x)},
-                         {{"kernel", win.kernel}, {"stride", win.stride}, {"padding", win.padding}});
+                         {{"kernel", win.kernel},
+                          // devmap's stride 0 is the kernel, as its configs write it
+                          {"stride", win.stride == win.kernel ? 0 : win.stride},
+                          {"padding", win.padding}});
   if (id >= 0) im.set_data(n.output(0), id, with_batch(im.data(x)->dims[0], im.out().graph.node(id).out_shape));
 }
 

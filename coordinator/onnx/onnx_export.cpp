@@ -3,6 +3,7 @@
 #include <cmath>
 #include <set>
 
+#include "coordinator/util/version.h"
 #include "core/base/error.h"
 
 namespace devmap::onnx_io {
@@ -180,6 +181,7 @@ onnx::ModelProto export_model(const Graph& g, const std::map<std::string, HostTe
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.set_producer_name("devmap");
+  m.set_producer_version(devmap_version());
   bool layer_norm = false;
   for (const Node& n : g.nodes()) layer_norm = layer_norm || n.op() == "layer_norm";
   auto* opset = m.add_opset_import();

@@ -64,6 +64,12 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
   return out;
 }
 
+std::vector<std::string> imported_op_types() {
+  std::vector<std::string> types;
+  for (const auto& [type, mapper] : importers()) types.push_back(type);
+  return types;
+}
+
 std::string unsupported_message(const std::string& file, const std::vector<UnsupportedNode>& nodes) {
   std::string s =
       file + ": " + std::to_string(nodes.size()) + (nodes.size() == 1 ? " node" : " nodes") + " devmap cannot import:";

@@ -48,6 +48,9 @@ struct ImportedModel {
 // devmap::Error (kInvalidInput) for a malformed model.
 ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& options = {});
 
+// The ONNX op types import has a mapper for (each with its conditions).
+std::vector<std::string> imported_op_types();
+
 // "FILE: 2 nodes devmap cannot import: lstm1 (LSTM: needs a recurrent
 // op), loop1 (Loop: needs control flow)".
 std::string unsupported_message(const std::string& file, const std::vector<UnsupportedNode>& nodes);

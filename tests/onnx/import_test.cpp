@@ -73,7 +73,7 @@ TEST(OnnxImport, MapsEveryNodeToDevmapOpsWithPyTorchNames) {
                                       "gap.GlobalAveragePool:global_avg_pool", "fc:dense"}));
   const Node& pool = m.graph.node(4);
   EXPECT_EQ(pool.attrs.get_int("kernel"), 2);
-  EXPECT_EQ(pool.attrs.get_int("stride"), 2);
+  EXPECT_EQ(pool.attrs.get_int("stride"), 0);  // devmap's "the kernel"
   EXPECT_EQ(m.graph.node(5).attrs.get_bool("bias"), false);
   EXPECT_EQ(m.graph.node(9).out_shape, (Shape{10}));
   EXPECT_EQ(m.weights.at("bn1.num_batches_tracked").integer, true);

@@ -17,7 +17,11 @@ written: ONNX Runtime is not a Debian package, and Debian's python3-onnx
   training updated them) and the exported num_batches_tracked is absent
   (ONNX keeps no count).
 
-  onnx_round_trip.py COORDINATOR [--steps N] [--atol A]
+With --onnxruntime PYTHON (an interpreter that imports onnxruntime, as
+bench/onnx_runtime_check.sh gives it), ONNX Runtime runs the exported file
+too, under the same checks.
+
+  onnx_round_trip.py COORDINATOR [--steps N] [--atol A] [--onnxruntime PYTHON]
 
 Exit 77 (skipped) without torch, numpy or python3-onnx.
 """
@@ -79,6 +83,19 @@ def run(cmd, cwd):
     return r.stdout + r.stderr
 
 
+# Runs MODEL on the images of IMAGES.npy in ONNX Runtime, saving the softmax to OUT.npy.
+ORT_SCRIPT = """
+import sys
+import numpy as np
+import onnxruntime as ort
+model, images, out = sys.argv[1:]
+s = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+logits = s.run(None, {s.get_inputs()[0].name: np.load(images)})[0]
+e = np.exp(logits - logits.max(1, keepdims=True))
+np.save(out, e / e.sum(1, keepdims=True))
+"""
+
+
 def run_onnx(model, x):
     """Evaluates the ONNX graph on x with torch's functional ops."""
     env = {t.name: torch.from_numpy(onnx.numpy_helper.to_array(t).copy()) for t in model.graph.initializer}
@@ -117,6 +134,7 @@ def main():
     ap.add_argument("coordinator")
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--atol", type=float, default=1e-4)
+    ap.add_argument("--onnxruntime", metavar="PYTHON", help="also run the export in ONNX Runtime under PYTHON")
     args = ap.parse_args()
     args.coordinator = os.path.abspath(args.coordinator)
     torch.manual_seed(0)
@@ -166,11 +184,20 @@ def main():
         with torch.no_grad():
             x = torch.from_numpy(images.astype(np.float32) / 255.0)
             probs = torch.softmax(run_onnx(model, x), dim=1).numpy()
-        labels = probs.argmax(1)
-        diff = np.abs(probs - dm_probs).max()
-        same = int((labels == dm_labels).sum())
-        print(f"{len(labels)} test images: labels equal on {same}, largest probability difference {diff:.2e}")
-        if same != len(labels) or diff > args.atol:
+        runs = [("the export run node by node", probs)]
+        if args.onnxruntime:
+            np.save(os.path.join(tmp, "images.npy"), x.numpy())
+            run([args.onnxruntime, "-c", ORT_SCRIPT, os.path.join(tmp, "trained.onnx"), os.path.join(tmp, "images.npy"),
+                 os.path.join(tmp, "ort.npy")], tmp)
+            runs.append(("ONNX Runtime", np.load(os.path.join(tmp, "ort.npy"))))
+        failed = False
+        for name, p in runs:
+            same = int((p.argmax(1) == dm_labels).sum())
+            diff = np.abs(p - dm_probs).max()
+            print(f"{name}: {len(p)} test images, labels equal devmap's on {same}, "
+                  f"largest probability difference {diff:.2e}")
+            failed = failed or same != len(p) or diff > args.atol
+        if failed:
             sys.exit(f"the exported model's predictions differ from devmap's (atol {args.atol})")
 
 
