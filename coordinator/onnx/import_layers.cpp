@@ -134,26 +134,36 @@ void import_conv(Importer& im, const onnx::NodeProto& n) {
   if (id >= 0) im.set_data(n.output(0), id, with_batch(im.data(x)->dims[0], im.out().graph.node(id).out_shape));
 }
 
-// A dense layer from `x` with weight [units, in] and an optional bias,
-// whose output is ONNX value `out`.
-void emit_dense(Importer& im, const onnx::NodeProto& n, const std::string& x, HostTensor weight, const HostTensor* bias,
-                double bias_scale, const std::string& out) {
+// A dense layer from `x` with weight [units, in] and an optional bias
+// (one value, or one per output), whose output is ONNX value `out`; -1
+// (`out` unknown) when it cannot be added.
+int emit_dense(Importer& im, const onnx::NodeProto& n, const std::string& x, HostTensor weight, const HostTensor* bias,
+               double bias_scale, const std::string& out) {
   const int64_t units = weight.dims[0];
   std::map<std::string, HostTensor> params{{"weight", std::move(weight)}};
+  std::string need;
   if (bias) {
     HostTensor b = scaled(*bias, bias_scale);
-    if (b.numel() == 1 && units > 1) b.values.assign(static_cast<size_t>(units), b.values[0]);
+    if (b.numel() == 1) {
+      b.values.assign(static_cast<size_t>(units), b.values[0]);
+      b.dims = {units};
+    }
     if (b.numel() != units)
-      return im.unsupported(
-          n, "needs a bias of one value per output (" + std::to_string(units) + "), has " + dims_text(bias->dims));
+      need = "needs a bias of one value per output (" + std::to_string(units) + "), has " + dims_text(bias->dims);
     params["bias"] = std::move(b);
   }
   const std::optional<Dims> xd = im.dims(x);
-  if (xd && xd->size() != 2)
-    return im.unsupported(n, "needs [batch, features] data (devmap's dense), has " + dims_text(*xd));
-  const int id =
-      im.emit(n, "dense", {im.data_node(x)}, {{"units", units}, {"bias", bias != nullptr}}, std::move(params));
-  if (id >= 0) im.set_data(out, id, {im.data(x)->dims[0], units});
+  if (need.empty() && xd && xd->size() != 2)
+    need = "needs [batch, features] data (devmap's dense), has " + dims_text(*xd);
+  const int id = need.empty() ? im.emit(n, "dense", {im.data_node(x)}, {{"units", units}, {"bias", bias != nullptr}},
+                                        std::move(params))
+                              : -1;
+  if (!need.empty()) im.unsupported(n, need);
+  if (id >= 0)
+    im.set_data(out, id, {im.data(x)->dims[0], units});
+  else
+    im.mark_unknown(out);
+  return id;
 }
 
 void import_gemm(Importer& im, const onnx::NodeProto& n) {
@@ -185,7 +195,8 @@ void import_matmul(Importer& im, const onnx::NodeProto& n) {
     const HostTensor* bias = im.param(other);
     if (bias && bias->numel() == b->dims[1]) {
       im.skip(add);
-      return emit_dense(im, n, Importer::input(n, 0), transposed(*b), bias, 1.0, add.output(0));
+      emit_dense(im, n, Importer::input(n, 0), transposed(*b), bias, 1.0, add.output(0));
+      return;
     }
   }
   emit_dense(im, n, Importer::input(n, 0), transposed(*b), nullptr, 1.0, y);

@@ -169,14 +169,16 @@ void Importer::set_data(const std::string& name, int node, std::vector<int64_t> 
 }
 
 void Importer::set_unknown(const onnx::NodeProto& n) {
-  for (const std::string& o : n.output()) {
-    if (o.empty()) continue;
-    Value& v = values_[o];
-    v.kind = Value::Kind::kUnknown;
-    v.node = -1;
-    auto it = inferred_.find(o);
-    v.dims = it != inferred_.end() ? it->second : std::vector<int64_t>{};
-  }
+  for (const std::string& o : n.output())
+    if (!o.empty()) mark_unknown(o);
+}
+
+void Importer::mark_unknown(const std::string& name) {
+  Value& v = values_[name];
+  v.kind = Value::Kind::kUnknown;
+  v.node = -1;
+  auto it = inferred_.find(name);
+  v.dims = it != inferred_.end() ? it->second : std::vector<int64_t>{};
 }
 
 void Importer::unsupported(const onnx::NodeProto& n, const std::string& need) {

@@ -56,6 +56,7 @@ class Importer {
   // `name` is `node`'s output viewed with ONNX shape `dims` (same elements).
   void set_data(const std::string& name, int node, std::vector<int64_t> dims);
   void set_unknown(const onnx::NodeProto& n);
+  void mark_unknown(const std::string& name);
   // Records `n` as unsupported ("needs ...") and its outputs as unknown.
   void unsupported(const onnx::NodeProto& n, const std::string& need);
   // For a node that needs its inputs' shapes and has none: unsupported,
