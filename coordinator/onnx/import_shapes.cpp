@@ -81,6 +81,7 @@ void import_reshape(Importer& im, const onnx::NodeProto& n) {
     if (!batch_first || (infer == 0 && std::count(shape->values.begin(), shape->values.end(), -1.0) > 1))
       return im.unsupported(n, "needs a shape that keeps the batch dimension first, has " +
                                    Shape(Dims(out.begin(), out.end())).to_string());
+    const bool batch_inferred = infer == 0;
     if (infer == 0) {
       out[0] = (*xd)[0];
       infer = -1;
@@ -92,7 +93,10 @@ void import_reshape(Importer& im, const onnx::NodeProto& n) {
       if (known == 0 || sample % known != 0) return im.unsupported(n, "has a shape that does not fit its input");
       out[static_cast<size_t>(infer)] = sample / known;
     } else if (known != sample) {
-      return im.unsupported(n, "has a shape that does not fit its input");
+      // With the batch as -1, a sample of another size moves values between samples.
+      return im.unsupported(n, batch_inferred ? "needs a shape that keeps the batch dimension first, has " +
+                                                    Shape(Dims(shape->values.begin(), shape->values.end())).to_string()
+                                              : "has a shape that does not fit its input");
     }
   } else if (infer >= 0) {
     const int64_t known = product(out);
