@@ -1,6 +1,6 @@
 // Constant folding of what only shapes depend on (Constant, Shape, Gather,
 // Cast, Slice, ConstantOfShape, Transpose, and Add, Sub, Mul, Div of
-// constants), and
+// constants), GELU written as Div, Erf, Add, Mul, Mul, and
 // Add of two computed tensors (devmap's add).
 #include <cmath>
 
@@ -173,6 +173,43 @@ void import_transpose(Importer& im, const onnx::NodeProto& n) {
   im.set_const(n.output(0), std::move(t));
 }
 
+// The one node reading `value` if it is of `type` and `value` is no graph
+// output; else nullptr.
+const onnx::NodeProto* sole_reader(Importer& im, const std::string& value, const char* type) {
+  const auto& readers = im.consumers(value);
+  if (readers.size() != 1 || readers[0]->op_type() != type || im.is_graph_output(value)) return nullptr;
+  return readers[0];
+}
+
+// The input of `n` other than `value`, where `n` reads `value` once.
+const std::string& other_input(const onnx::NodeProto& n, const std::string& value) {
+  return Importer::input(n, Importer::input(n, 0) == value ? 1 : 0);
+}
+
+bool single_value(Importer& im, const std::string& name, double want) {
+  const HostTensor* c = im.constant(name);
+  return c && c->numel() == 1 && std::fabs(c->values[0] - want) < 1e-6 * std::fabs(want);
+}
+
+// GELU as torch.onnx.export writes it before opset 20 (and devmap export):
+// Div(x, sqrt 2) -> Erf -> Add 1 -> Mul x -> Mul 0.5, in either operand
+// order: devmap's gelu. False (nothing done) where `div` starts no such chain.
+bool import_gelu_pattern(Importer& im, const onnx::NodeProto& div) {
+  const std::string& x = Importer::input(div, 0);
+  if (!single_value(im, Importer::input(div, 1), std::sqrt(2.0))) return false;
+  const onnx::NodeProto* erf = sole_reader(im, div.output(0), "Erf");
+  const onnx::NodeProto* add = erf ? sole_reader(im, erf->output(0), "Add") : nullptr;
+  if (!add || !single_value(im, other_input(*add, erf->output(0)), 1.0)) return false;
+  const onnx::NodeProto* times_x = sole_reader(im, add->output(0), "Mul");
+  if (!times_x || other_input(*times_x, add->output(0)) != x) return false;
+  const onnx::NodeProto* half = sole_reader(im, times_x->output(0), "Mul");
+  if (!half || !single_value(im, other_input(*half, times_x->output(0)), 0.5)) return false;
+  for (const onnx::NodeProto* n : {erf, add, times_x, half}) im.skip(*n);
+  const int id = im.emit(*half, "gelu", {im.data_node_any_shape(x)}, {{"approximate", std::string("none")}});
+  if (id >= 0) im.set_data(half->output(0), id, im.data(x)->dims);
+  return true;
+}
+
 // Add, Sub, Mul, Div: of constants, folded (same shapes, or one a single
 // value); Add of two computed tensors of one shape: devmap's add.
 void import_arithmetic(Importer& im, const onnx::NodeProto& n, char op) {
@@ -196,6 +233,7 @@ void import_arithmetic(Importer& im, const onnx::NodeProto& n, char op) {
     }
     return im.set_const(n.output(0), std::move(t));
   }
+  if (op == '/' && !ca && cb && import_gelu_pattern(im, n)) return;
   const std::string what = op == '+' ? "Add" : op == '-' ? "Sub" : op == '*' ? "Mul" : "Div";
   if (op != '+') return im.unsupported(n, "needs a devmap op for " + what + " of computed tensors");
   if (ca || cb)

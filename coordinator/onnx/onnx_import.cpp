@@ -36,15 +36,27 @@ ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& o
     out.unsupported.push_back({"(model)", "opset",
                                "needs opset " + std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
                                    " of the default domain, has " + std::to_string(out.opset)});
+  // Constant nodes read nothing: their values first, so that a pattern
+  // starting earlier in the graph (GELU's) sees the constants after it.
+  const auto& table = importers();
+  for (const onnx::NodeProto& n : model.graph().node())
+    if (n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx")) {
+      try {
+        table.at("Constant")(im, n);
+      } catch (const Error& e) {
+        im.unsupported(n, e.what());
+      }
+      im.skip(n);
+    }
   for (const onnx::NodeProto& n : model.graph().node()) {
     if (im.skipped(n)) continue;
     const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-    auto it = importers().find(n.op_type());
+    auto it = table.find(n.op_type());
     if (!default_domain && n.op_type() != "Gelu") {
       im.unsupported(n, "needs an op of ONNX's default domain (this one is in " + n.domain() + ")");
       continue;
     }
-    if (it == importers().end()) {
+    if (it == table.end()) {
       im.unsupported(n, need_for(n.op_type()));
       continue;
     }

@@ -3,6 +3,7 @@
 // and the config import writes loading as it is.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
@@ -151,6 +152,37 @@ TEST(OnnxImport, MatMulThenAddOfABiasIsOneDenseLayer) {
   ASSERT_TRUE(m.unsupported.empty()) << onnx_io::unsupported_message("model", m.unsupported);
   EXPECT_EQ(op_names(m.graph), (std::vector<std::string>{"x:input", "mm:dense"}));
   EXPECT_TRUE(m.graph.node(1).attrs.get_bool("bias"));
+}
+
+// torch.onnx.export writes nn.GELU as Div(x, sqrt 2), Erf, Add 1, Mul x,
+// Mul 0.5, with each Constant after the node before it: one gelu op.
+TEST(OnnxImport, TorchsGeluFormulaIsOneGeluOp) {
+  test::ModelBuilder b;
+  b.input("x", {-1, 4});
+  auto constant = [&](const std::string& name, float v) {
+    auto& c = b.node("Constant", name, {}, {name});
+    auto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    *a->mutable_t() = onnx_io::float_tensor("", {}, {v});
+  };
+  b.node("Div", "/gelu/Div", {"x", "sqrt2"}, {"d"});
+  constant("sqrt2", 1.41421354f);
+  b.node("Erf", "/gelu/Erf", {"d"}, {"e"});
+  b.node("Add", "/gelu/Add", {"e", "one"}, {"p"});
+  constant("one", 1.0f);
+  b.node("Mul", "/gelu/Mul", {"x", "p"}, {"xp"});
+  b.node("Mul", "/gelu/Mul_1", {"xp", "half"}, {"y"});
+  constant("half", 0.5f);
+  b.output("y");
+  const ImportedModel m = onnx_io::import_model(b.model());
+  ASSERT_TRUE(m.unsupported.empty()) << onnx_io::unsupported_message("model", m.unsupported);
+  EXPECT_EQ(op_names(m.graph), (std::vector<std::string>{"x:input", "gelu.Mul_1:gelu"}));
+  const std::vector<float> x{-3.0f, -0.5f, 0.0f, 0.25f, 1.0f, 2.0f, 4.0f, -1.5f};
+  const auto out = test::run_forward(m, 2, {{m.input_nodes[0], x}});
+  const Buffer& y = out[static_cast<size_t>(m.output_nodes[0])];
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(y.data()[i], 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0))), 1e-6) << x[i];
 }
 
 // Every node devmap cannot map is named in one message, with what it needs.
