@@ -20,8 +20,9 @@ set(DEVMAP_INCLUDE_LAYERS
     "coordinator/config/yaml: core coordinator/util coordinator/data coordinator/config/yaml"
     "coordinator/config: core coordinator/util coordinator/data coordinator/config"
     "coordinator/plan: core transport coordinator/util coordinator/data coordinator/config coordinator/plan"
+    "coordinator/onnx: core coordinator/util coordinator/data coordinator/config coordinator/onnx"
     "coordinator/telemetry: core transport coordinator/util coordinator/data coordinator/config coordinator/telemetry"
     "coordinator/run: core transport coordinator/util coordinator/data coordinator/config coordinator/plan coordinator/telemetry coordinator/run"
     "coordinator/checkpoint: core transport coordinator/util coordinator/data coordinator/config coordinator/plan coordinator/telemetry coordinator/run coordinator/checkpoint"
     "coordinator/jobs: core transport coordinator/util coordinator/data coordinator/config coordinator/plan coordinator/telemetry coordinator/run coordinator/checkpoint coordinator/jobs"
-    "coordinator/app: core transport coordinator/util coordinator/data coordinator/config coordinator/plan coordinator/telemetry coordinator/run coordinator/checkpoint coordinator/jobs coordinator/app")
+    "coordinator/app: core transport coordinator/util coordinator/data coordinator/config coordinator/plan coordinator/telemetry coordinator/run coordinator/checkpoint coordinator/jobs coordinator/onnx coordinator/app")

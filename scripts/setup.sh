@@ -18,7 +18,12 @@
 #                               and the multi-host test bed, scripts/testbed.sh;
 #                               iproute2: its namespaces and veth links;
 #                               qemu-user: scripts/emulated_cpus.sh runs the
-#                               bit tests as AVX2 CPUs dispatch)
+#                               bit tests as AVX2 CPUs dispatch;
+#                               libonnx-dev, libprotobuf-dev, protobuf-compiler:
+#                               devmap import / export (ONNX models);
+#                               libonnx-testdata: ONNX's node tests, the
+#                               conformance test; python3-onnx: the ONNX
+#                               round-trip test reads the exported model)
 #   scripts/setup.sh --test     and Slurm for the test bed's srun test (munge,
 #                               slurmctld, slurmd, slurm-client); scripts/test.sh
 #                               asks for it. Where systemd runs, Debian starts
@@ -36,6 +41,7 @@ packages=(
   graphviz
   openmpi-bin libopenmpi-dev iproute2
   qemu-user
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx
 )
 for arg in "$@"; do
   case "$arg" in

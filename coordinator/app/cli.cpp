@@ -18,8 +18,11 @@ enum Scope : unsigned {
   kPredict = 2,
   kPlan = 4,
   kCalibrate = 8,
+  kImport = 16,
+  kExport = 32,
   kRun = kTrain | kPredict,
-  kAll = kTrain | kPredict | kPlan | kCalibrate
+  kJobs = kTrain | kPredict | kPlan | kCalibrate,  // the subcommands that run a config's job
+  kAll = kJobs | kImport | kExport
 };
 
 struct OptionSpec {
@@ -42,7 +45,7 @@ const std::vector<OptionSpec>& options() {
   using CL = CommandLine;
   using S = const std::string&;
   static const std::vector<OptionSpec> kOptions = {
-      {"--set", "KEY=VALUE", kAll,
+      {"--set", "KEY=VALUE", kJobs | kExport,
        "override one value of the config, e.g. --set train.epochs=1\n(dotted path; ops as model.ops.NAME.ATTR); "
        "repeatable",
        [](CL& c, S, S v) { c.overrides.push_back(v); }},
@@ -93,7 +96,7 @@ const std::vector<OptionSpec>& options() {
        "beside it: weights, optimizer state and step; the\nlosses continue as if the run had never stopped, under\n"
        "any device map",
        [](CL& c, S, S) { c.run.resume = true; }},
-      {"--calibration", "FILE", kAll,
+      {"--calibration", "FILE", kJobs,
        "the calibration cache of measured op and handoff times\n(default: $DEVMAP_CALIBRATION_CACHE, else\n"
        "~/.cache/devmap/calibration.tsv); read by\nmicro_batches auto, written by calibrate",
        [](CL& c, S, S v) { c.run.calibration_path = v; }},
@@ -119,11 +122,14 @@ const std::vector<OptionSpec>& options() {
        "where worker_cpu lives (default: $DEVMAP_WORKER_DIR,\nelse beside this program or in its "
        "installed\n../libexec/devmap)",
        [](CL& c, S, S v) { c.run.worker_dir = v; }},
-      {"--weights", "FILE", kPredict, "safetensors weights written by train",
+      {"--weights", "FILE", kPredict | kExport, "safetensors weights written by train",
        [](CL& c, S, S v) { c.predict.weights = v; }},
       {"--input", "FILE", kPredict, "images: IDX (gzip or plain) or CSV pixel rows",
        [](CL& c, S, S v) { c.predict.input = v; }},
-      {"--output", "FILE", kPredict, "where to write the predictions CSV", [](CL& c, S, S v) { c.predict.output = v; }},
+      {"--output", "FILE", kPredict | kImport | kExport,
+       "predict: where to write the predictions CSV; import:\nthe config to write (default <model stem>.yaml; the\n"
+       "weights go beside it as .safetensors); export: the\nONNX file to write",
+       [](CL& c, S, S v) { c.predict.output = v; }},
       {"--probabilities", nullptr, kPredict,
        "add each class's probability (the softmax of the\nlogits, or the model's own softmax output; 6\nsignificant "
        "digits) to every row:\n"
@@ -141,7 +147,7 @@ const std::vector<OptionSpec>& options() {
        "write the config with its placement as a plain device\nmap (default + place per op) and the "
        "micro-batches the\nplan runs: a file to read, edit and launch as it is",
        [](CL& c, S, S v) { c.emit_map_path = v; }},
-      {"--worker-programs", nullptr, kAll,
+      {"--worker-programs", nullptr, kJobs,
        "print the worker programs the config's devices run,\none a line (worker_cpu, worker_gpu), and exit;\n"
        "scripts/launch.sh builds just those",
        [](CL& c, S, S) { c.worker_programs = true; }},
@@ -156,6 +162,7 @@ struct SubcommandSpec {
   const char* name;
   unsigned scope;
   const char* summary;
+  const char* operand = "CONFIG";  // what the one positional argument is
 };
 
 const std::vector<SubcommandSpec>& subcommands() {
@@ -174,6 +181,12 @@ const std::vector<SubcommandSpec>& subcommands() {
        "measure every op of the model, forward and backward, on\nevery declared device at the batch sizes "
        "micro_batches\nauto considers, and the handoff between CPU workers;\nkeeps the times in the calibration "
        "cache (--calibration)"},
+      {"import", kImport,
+       "import an ONNX model: write a devmap config of its\ngraph (--output) and its weights beside it, for "
+       "train\nto start from; lists every node it cannot map, exit 2",
+       "MODEL.onnx"},
+      {"export", kExport,
+       "export the config's forward graph with --weights as an\nONNX model (--output), runnable by ONNX Runtime"},
   };
   return kSubcommands;
 }
@@ -214,7 +227,7 @@ const char* kExitStatus =
 
 std::string usage_text(const std::string& subcommand) {
   if (const SubcommandSpec* s = find_subcommand(subcommand)) {
-    std::string out = "usage: " + command_name() + " " + s->name + " CONFIG [options]\n\n";
+    std::string out = "usage: " + command_name() + " " + s->name + " " + s->operand + " [options]\n\n";
     std::string summary = s->summary;
     summary[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(summary[0])));
     out += summary + ".\n\nOptions:\n" + option_lines(s->scope) + "\n" + kExitStatus;

@@ -14,8 +14,10 @@
 namespace devmap {
 
 struct CommandLine {
-  std::string subcommand;  // "train", "predict", "plan", "calibrate", or empty: the config's job
-  std::string config_path;
+  std::string subcommand;   // "train", "predict", "plan", "calibrate", "import", "export", or empty: the config's job
+  std::string config_path;  // import: the ONNX model
+  // predict.weights and predict.output are also export's --weights and
+  // import's and export's --output.
   std::vector<std::string> overrides;  // --set values (and --checkpoint as train.checkpoint=), in order
   RunOptions run;
   PredictOptions predict;

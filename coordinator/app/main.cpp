@@ -21,8 +21,13 @@
 #include "coordinator/util/progress_bar.h"
 #include "coordinator/util/signals.h"
 #include "coordinator/util/version.h"
+#include "core/base/error.h"
 #include "core/exec/cpu_path.h"
 #include "core/exec/gemm_library.h"
+#ifdef DEVMAP_HAS_ONNX
+#include "coordinator/onnx/export_command.h"
+#include "coordinator/onnx/import_command.h"
+#endif
 
 namespace devmap {
 namespace {
@@ -51,6 +56,16 @@ int run_job(CommandLine& cl, Config& config, const TrainReplica& replica = {}) {
   check_process_limits(config);
   if (job == Job::kPredict) return run_predict(config, cl.run, cl.predict, replica.hosts);
   return run_train(config, cl.run, replica);
+}
+
+// devmap import / export, where this build has ONNX; else why not (exit 2).
+int run_onnx_command(const CommandLine& cl) {
+#ifdef DEVMAP_HAS_ONNX
+  if (cl.subcommand == "import") return onnx_io::run_import({cl.config_path, cl.predict.output}, std::cout);
+  return onnx_io::run_export({cl.config_path, cl.overrides, cl.predict.weights, cl.predict.output}, std::cout);
+#else
+  throw_invalid("this " + command_name() + " cannot " + cl.subcommand + " ONNX models: " + DEVMAP_NO_ONNX_REASON);
+#endif
 }
 
 // A rank other than the first prints nothing while it runs (rank 0 reports
@@ -131,6 +146,7 @@ int main(int argc, char** argv) {
       std::cout << "devmap " << devmap_version() << "\n";
       return 0;
     }
+    if (cl.subcommand == "import" || cl.subcommand == "export") return run_onnx_command(cl);
     // `predict` checks the model as a prediction job: it needs no labels or
     // loss op, whatever the file's job says (a --set job=... still wins).
     if (parse_job(cl.subcommand) == Job::kPredict) cl.overrides.insert(cl.overrides.begin(), "job=predict");

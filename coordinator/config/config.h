@@ -67,6 +67,10 @@ struct TrainConfig {
   // beside them. Empty: checkpoints/<config file stem>.safetensors.
   std::string checkpoint;
   int64_t checkpoint_every = 0;
+  // Weights (safetensors, the checkpoint's names and shapes) to start from
+  // instead of the seed's initialisation: what `devmap import` writes. A
+  // resumed run continues from its checkpoint instead. Empty: none.
+  std::string init_weights;
   // Each checkpoint is also kept under a name with its step
   // (<checkpoint stem>.step-<N>.safetensors); the newest keep_checkpoints
   // stay, older ones are deleted.

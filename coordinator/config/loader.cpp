@@ -138,6 +138,7 @@ TrainConfig read_train(const YamlSource& src, const YAML::Node& node) {
   train.gradient_chunk = map.get_int("gradient_chunk", train.gradient_chunk, 0, kMaxBatch);
   train.checkpoint = map.get_string("checkpoint", train.checkpoint);
   train.checkpoint_every = map.get_int("checkpoint_every", train.checkpoint_every, 0);
+  train.init_weights = map.get_string("init_weights", train.init_weights);
   train.keep_checkpoints = map.get_int("keep_checkpoints", train.keep_checkpoints, 1, 1000);
   train.max_restarts = map.get_int("max_restarts", train.max_restarts, 0, 1000);
   train.stop_on_nonfinite = map.get_bool("stop_on_nonfinite", train.stop_on_nonfinite);

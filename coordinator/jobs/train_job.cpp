@@ -367,7 +367,10 @@ class Trainer {
     steady_steps_.clear();
     last_loss_ = 0;
     last_eval_ = EvalResult{};
-    if (resume) resume_from_checkpoint(group);
+    if (resume)
+      resume_from_checkpoint(group);
+    else if (!tc_.init_weights.empty())
+      load_weights(group, graph_, tc_.init_weights);
   }
 
   // The steps of one epoch that this attempt runs.

@@ -94,6 +94,10 @@ TEST(DocQuotes, EveryQuotedOutputIsWhatTheCommandPrints) {
   ASSERT_GE(quotes.size(), 6u);
   for (const Quote& q : quotes) {
     SCOPED_TRACE(q.file + ":" + std::to_string(q.line) + ": coordinator " + q.args);
+#ifndef DEVMAP_HAS_ONNX
+    // A build without libonnx-dev says so instead of importing or exporting.
+    if (q.args.rfind("import ", 0) == 0 || q.args.rfind("export ", 0) == 0) continue;
+#endif
     ASSERT_FALSE(q.lines.empty()) << "the marker is not followed by a fenced block with the quoted output";
     TempDir dir;
     std::string cmd = "cd " + shell_quote(DEVMAP_SOURCE_DIR) + " && TMPDIR=" + shell_quote(dir.path()) + " " +

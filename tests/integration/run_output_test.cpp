@@ -216,6 +216,13 @@ TEST(CommandLineHelp, EachSubcommandDescribesItsOwnOptions) {
   EXPECT_EQ(train.out.find("--weights"), std::string::npos);
   EXPECT_NE(plan.out.find("--json"), std::string::npos);
   EXPECT_NE(all.out.find("SUBCOMMAND --help"), std::string::npos);
+  // import takes an ONNX model, and only --output.
+  ProcessResult import = run_process({DEVMAP_COORDINATOR_BIN, "import", "--help"}, dir.path());
+  EXPECT_EQ(import.out.rfind("usage: coordinator import MODEL.onnx [options]", 0), 0u) << import.out;
+  EXPECT_NE(import.out.find("--output"), std::string::npos);
+  EXPECT_EQ(import.out.find("--set"), std::string::npos);
+  ProcessResult exp = run_process({DEVMAP_COORDINATOR_BIN, "export", "--help"}, dir.path());
+  for (const char* o : {"--weights", "--output", "--set"}) EXPECT_NE(exp.out.find(o), std::string::npos) << o;
 }
 
 // Help and the messages that say what to type next name the command the
@@ -246,7 +253,8 @@ TEST(CommandLineHelp, TyposGetTheNearestName) {
   r = run_process({DEVMAP_COORDINATOR_BIN, "trian", config}, dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.first_err_line(),
-            "unknown subcommand 'trian' (did you mean 'train'? known: train, predict, plan, calibrate)");
+            "unknown subcommand 'trian' (did you mean 'train'? known: train, predict, plan, calibrate, import, "
+            "export)");
   r = run_process({DEVMAP_COORDINATOR_BIN, "plan", config, "--resume"}, dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.first_err_line(), "--resume is an option of train, not of plan (see coordinator plan --help)");
