@@ -147,6 +147,11 @@ const std::vector<OptionSpec>& options() {
        "write the config with its placement as a plain device\nmap (default + place per op) and the "
        "micro-batches the\nplan runs: a file to read, edit and launch as it is",
        [](CL& c, S, S v) { c.emit_map_path = v; }},
+      {"--memory-curve", "FILE", kPlan,
+       "write the step time the plan predicts for a range of\nmemory limits of one device (the tightest limit's,\nelse "
+       "the largest plan's): FILE.svg (a\n"
+       "picture, today's plan marked) and FILE.csv beside it\n(the numbers), or FILE.csv alone",
+       [](CL& c, S, S v) { c.memory_curve_path = v; }},
       {"--worker-programs", nullptr, kJobs,
        "print the worker programs the config's devices run,\none a line (worker_cpu, worker_gpu), and exit;\n"
        "scripts/launch.sh builds just those",

@@ -24,6 +24,7 @@ struct CommandLine {
   CalibrateOptions calibrate;
   bool json = false;                    // plan --json
   std::string dot_path, emit_map_path;  // plan --dot, --emit-map
+  std::string memory_curve_path;        // plan --memory-curve
   bool help = false;
   bool version = false;
   bool worker_programs = false;  // --worker-programs

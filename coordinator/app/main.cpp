@@ -50,9 +50,16 @@ int run_job(CommandLine& cl, Config& config, const TrainReplica& replica = {}) {
     auto_plan = place_automatically(config, cl.run, job == Job::kTrain ? 0 : cl.predict.batch);
     if (job != Job::kPlan) print_auto_placement(*auto_plan, config, std::cerr);
   }
-  if (job == Job::kPlan)
-    return run_plan(config, PlanOptions{cl.json, cl.predict.batch, cl.run, cl.dot_path, cl.emit_map_path,
-                                        auto_plan ? &*auto_plan : nullptr});
+  if (job == Job::kPlan) {
+    PlanOptions plan{cl.json,
+                     cl.predict.batch,
+                     cl.run,
+                     cl.dot_path,
+                     cl.emit_map_path,
+                     auto_plan ? &*auto_plan : nullptr,
+                     cl.memory_curve_path};
+    return run_plan(config, plan);
+  }
   check_process_limits(config);
   if (job == Job::kPredict) return run_predict(config, cl.run, cl.predict, replica.hosts);
   return run_train(config, cl.run, replica);

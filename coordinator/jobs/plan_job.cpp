@@ -6,6 +6,7 @@
 #include "coordinator/plan/auto_placement.h"
 #include "coordinator/plan/device_map_writer.h"
 #include "coordinator/plan/job_memory.h"
+#include "coordinator/plan/memory_curve.h"
 #include "coordinator/plan/placement_dot.h"
 #include "coordinator/plan/plan_report.h"
 #include "coordinator/plan/round_trips_report.h"
@@ -18,11 +19,43 @@
 
 namespace devmap {
 
+namespace {
+
+bool has_suffix(const std::string& s, const std::string& tail) {
+  return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// --memory-curve FILE: FILE.svg and FILE.csv beside it, or FILE.csv alone.
+void write_memory_curve(const Config& config, const PlanOptions& options, const JobPlan& plan, const JobShape& shape) {
+  const std::string& path = options.memory_curve_path;
+  const bool svg = has_suffix(path, ".svg");  // else .csv: run_plan checked
+  const MemoryCurve curve = memory_curve(config, options.run, plan, shape);
+  const std::string csv_path = svg ? path.substr(0, path.size() - 4) + ".csv" : path;
+  write_file_atomically(csv_path, memory_curve_csv(curve), "--memory-curve");
+  if (svg)
+    write_file_atomically(path,
+                          memory_curve_svg(curve, config.path + ": predicted step over " + curve.device +
+                                                      "'s memory (" + std::to_string(curve.points.size()) + " plans)"),
+                          "--memory-curve");
+  std::cerr << "devmap: memory curve of " << curve.device << " (" << curve.points.size()
+            << " plans): " << (svg ? path + " and " : std::string()) << csv_path << "\n";
+}
+
+}  // namespace
+
 int run_plan(const Config& config, const PlanOptions& options) {
   // Its outputs never replace what it reads or what other runs wrote.
   RunFiles files = plan_files(config, options.run);
   if (!options.dot_path.empty()) files.outputs.push_back({"--dot", options.dot_path});
   if (!options.emit_map_path.empty()) files.outputs.push_back({"--emit-map", options.emit_map_path});
+  if (!options.memory_curve_path.empty()) {
+    const std::string& path = options.memory_curve_path;
+    if (!has_suffix(path, ".svg") && !has_suffix(path, ".csv"))
+      throw_invalid("--memory-curve " + path +
+                    ": name an .svg file (the picture; the numbers go beside it as .csv) or a .csv file");
+    files.outputs.push_back({"--memory-curve", path});
+    if (has_suffix(path, ".svg")) files.outputs.push_back({"--memory-curve", path.substr(0, path.size() - 4) + ".csv"});
+  }
   check_run_files(files);
   const bool training = config.job != Job::kPredict;
   Graph graph = config.graph;
@@ -61,6 +94,7 @@ int run_plan(const Config& config, const PlanOptions& options) {
     write_placement_picture(options.dot_path, placement_dot({&config, &plan.graph, &partition, &memory, batch}));
     std::cerr << "devmap: placement picture: " << options.dot_path << "\n";
   }
+  if (!options.memory_curve_path.empty()) write_memory_curve(config, options, plan, shape);
   if (!options.emit_map_path.empty()) {
     const std::string header = "The placement of " + config.path + " as `" + command_name() +
                                " plan --emit-map` wrote it:\n" + "launch this file as it is, or edit device_map.";

@@ -17,6 +17,9 @@ struct PlanOptions {
   std::string dot_path;       // --dot FILE: the placement as a Graphviz picture (placement_dot.h)
   std::string emit_map_path;  // --emit-map FILE: the config with the placement as a device map
   const PlacementPlan* auto_plan = nullptr;  // device_map `auto`: what the planner chose (auto_placement.h)
+  // --memory-curve FILE (.svg, with the numbers in FILE's .csv beside it, or
+  // .csv alone): the predicted step over memory limits (memory_curve.h).
+  std::string memory_curve_path;
 };
 
 int run_plan(const Config& config, const PlanOptions& options);
