@@ -129,10 +129,10 @@ void sample_pixels(const Dataset& data, int64_t s, float* out) {
   }
 }
 
-uint64_t dataset_bytes(const std::string& images, int64_t limit) {
+uint64_t dataset_bytes(const std::string& name, const std::string& images, int64_t limit) {
   int64_t count = 0, numel = 0, width = 1;
   if (is_numpy_path(images)) {
-    const NpyArray a = open_images("train", images);
+    const NpyArray a = open_images(name, images);
     count = a.shape[0];
     numel = sample_shape_of(a).numel();
     width = static_cast<int64_t>(npy_type_bytes(a.type));

@@ -50,9 +50,10 @@ Dataset load_numpy_images(const std::string& images, const Shape& expected);
 // Sample `s`'s pixels as the model sees them: sample_numel() floats into `out`.
 void sample_pixels(const Dataset& data, int64_t s, float* out);
 
-// The bytes a data set of `images` (at most `limit` samples, 0: all) and
-// its labels take once loaded, read from the file's header.
-uint64_t dataset_bytes(const std::string& images, int64_t limit);
+// The bytes the data set `name` ("train", "test") of `images` (at most
+// `limit` samples, 0: all) and its labels take once loaded, read from the
+// file's header.
+uint64_t dataset_bytes(const std::string& name, const std::string& images, int64_t limit);
 
 // The visiting order of epoch `epoch` (1-based): a Fisher-Yates shuffle
 // driven by Philox keyed by (seed, "shuffle"), or 0..count-1 unshuffled.

@@ -18,8 +18,8 @@ void attach_coordinator_memory(const Config& config, const Graph& graph, bool tr
   CoordinatorMemory& m = memory.coordinator;
   m.limit = static_cast<uint64_t>(config.coordinator_memory_limit);
   if (training) {
-    m.datasets = dataset_bytes(config.data.train_images, config.data.train_limit) +
-                 dataset_bytes(config.data.test_images, config.data.test_limit);
+    m.datasets = dataset_bytes("train", config.data.train_images, config.data.train_limit) +
+                 dataset_bytes("test", config.data.test_images, config.data.test_limit);
   } else if (const int image = graph.find_role(OpRole::kImageInput); image >= 0) {
     m.input_reader = PredictionInput::buffer_bytes(graph.node(image).out_shape, memory.reserve);
   }

@@ -100,6 +100,19 @@ TEST_F(NumpyData, NpyAndNpzTrainTheBitsOfTheIdxFilesAndPredictTheSameLabels) {
   EXPECT_EQ(read_file(d + "idx.csv").substr(0, npy_rows.size()), npy_rows);  // the first 256 of 10000
 }
 
+TEST_F(NumpyData, ThePlanCountsEachSetInItsFilesType) {
+  const std::string d = dir_.path() + "/";
+  const ProcessResult r =
+      run_process({DEVMAP_COORDINATOR_BIN, "plan", kConfigs + "fashion_mnist_cnn.yaml", "--json", "--set",
+                   "data.train_images=" + d + "all.npz", "--set", "data.train_labels=" + d + "all.npz", "--set",
+                   "data.test_images=" + d + "all.npz", "--set", "data.test_labels=" + d + "all.npz"},
+                  dir_.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // x_train: 1280 float32 images, x_test 256 (not x_train again), a byte a label each.
+  const uint64_t want = (1280 + 256) * (784 * 4 + 1);
+  EXPECT_NE(r.out.find("\"datasets_bytes\":" + std::to_string(want) + ","), std::string::npos) << r.out;
+}
+
 TEST_F(NumpyData, WrongTypesAndMissingMembersAreBadInputThatSaysWhatToDo) {
   const std::string d = dir_.path() + "/";
   train("idx", {});  // weights for predict
