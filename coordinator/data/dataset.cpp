@@ -59,8 +59,8 @@ Dataset with_images(const std::string& name, const NpyArray& img, int64_t limit)
   d.count = kept(img.shape[0], limit);
   d.sample_shape = sample_shape_of(img);
   d.float_pixels = img.type == NpyType::kF32;
-  d.pixels = img.data;
-  d.pixels_owner = img.owner;
+  d.pixels = SampleFile(img.fd, img.file_offset, static_cast<uint64_t>(d.sample_numel()) * npy_type_bytes(img.type),
+                        "'" + img.where + "'");
   return d;
 }
 
@@ -90,15 +90,17 @@ Dataset load_numpy_dataset(const std::string& name, const std::string& images, c
 }
 
 Dataset load_idx(const std::string& name, const std::string& images, const std::string& labels, int64_t limit) {
-  LabeledImages pair = load_idx_dataset(images, labels, limit);  // checks the counts agree
-  auto bytes = std::make_shared<std::vector<uint8_t>>(std::move(pair.images.bytes));
+  const std::shared_ptr<FileDescriptor> scratch = scratch_file("'" + images + "'");
+  const ImageSet set = copy_idx_images(images, limit, scratch->get());
   Dataset d;
   d.name = name;
-  d.count = pair.images.count;
-  d.sample_shape = Shape{1, pair.images.rows, pair.images.cols};
-  d.pixels = bytes->data();
-  d.pixels_owner = bytes;
-  d.labels = std::move(pair.labels);
+  d.count = set.count;
+  d.sample_shape = Shape{1, set.rows, set.cols};
+  d.pixels = SampleFile(scratch, 0, static_cast<uint64_t>(set.rows * set.cols), "the copy of '" + images + "'");
+  d.labels = load_idx_labels(labels, limit);
+  if (d.count != static_cast<int64_t>(d.labels.size()))
+    throw_invalid("'" + images + "' holds " + std::to_string(d.count) + " images but '" + labels + "' holds " +
+                  std::to_string(d.labels.size()) + " labels: they must come in pairs");
   return d;
 }
 
@@ -121,27 +123,19 @@ Dataset load_numpy_images(const std::string& images, const Shape& expected) {
 void sample_pixels(const Dataset& data, int64_t s, float* out) {
   const int64_t n = data.sample_numel();
   if (data.float_pixels) {
-    // A mapped .npz member need not be 4-byte aligned.
-    std::memcpy(out, data.pixels + s * n * 4, static_cast<size_t>(n) * sizeof(float));
-  } else {
-    const uint8_t* in = data.pixels + s * n;
-    for (int64_t i = 0; i < n; ++i) out[i] = pixel_value(in[i]);
+    data.pixels.read(s, reinterpret_cast<uint8_t*>(out));  // little-endian float32, as the file holds it
+    return;
   }
+  // The bytes go where the floats will, at the end: converting from the
+  // front never overwrites a byte not yet read.
+  uint8_t* in = reinterpret_cast<uint8_t*>(out) + 3 * n;
+  data.pixels.read(s, in);
+  for (int64_t i = 0; i < n; ++i) out[i] = pixel_value(in[i]);
 }
 
 uint64_t dataset_bytes(const std::string& name, const std::string& images, int64_t limit) {
-  int64_t count = 0, numel = 0, width = 1;
-  if (is_numpy_path(images)) {
-    const NpyArray a = open_images(name, images);
-    count = a.shape[0];
-    numel = sample_shape_of(a).numel();
-    width = static_cast<int64_t>(npy_type_bytes(a.type));
-  } else {
-    IdxImageReader header(images);
-    count = header.count();
-    numel = header.rows() * header.cols();
-  }
-  return static_cast<uint64_t>(kept(count, limit)) * static_cast<uint64_t>(numel * width + 1);
+  const int64_t count = is_numpy_path(images) ? open_images(name, images).shape[0] : IdxImageReader(images).count();
+  return static_cast<uint64_t>(kept(count, limit)) * (1 + sizeof(int64_t));
 }
 
 std::vector<int64_t> epoch_order(int64_t count, uint64_t seed, int64_t epoch, bool shuffle) {

@@ -3,10 +3,11 @@
 // counter-based function of (seed, e): any run with the same seed visits
 // the same samples in the same order.
 //
-// Images stay in their file's element type (a byte per pixel for IDX files
-// and uint8 arrays: a quarter of the floats the model sees) and are
-// converted a batch at a time; a .npy file or a stored .npz member is
-// mapped from the file rather than read into memory.
+// Images stay in their file's element type (a byte a pixel for IDX files
+// and uint8 arrays) and are read by index a batch at a time (SampleFile):
+// the coordinator's memory holds the labels and a batch, not the images. A
+// .npy file or a stored .npz member is read where it is; a gzip IDX file
+// or a compressed .npz member is inflated once into a scratch file.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/data/sample_file.h"
 #include "core/graph/shape.h"
 
 namespace devmap {
@@ -22,11 +24,10 @@ struct Dataset {
   std::string name;  // "train", "test"
   int64_t count = 0;
   Shape sample_shape;  // [channels, rows, cols]
-  // count * sample_numel() pixels: bytes fed as byte / 255 (pixel_value),
-  // or float32 values fed as they are (float_pixels).
+  // count samples of sample_numel() pixels: bytes fed as byte / 255
+  // (pixel_value), or float32 values fed as they are (float_pixels).
   bool float_pixels = false;
-  const uint8_t* pixels = nullptr;
-  std::shared_ptr<const void> pixels_owner;  // keeps `pixels` alive
+  SampleFile pixels;
   std::vector<uint8_t> labels;
 
   int64_t sample_numel() const { return sample_shape.numel(); }
@@ -51,8 +52,9 @@ Dataset load_numpy_images(const std::string& images, const Shape& expected);
 void sample_pixels(const Dataset& data, int64_t s, float* out);
 
 // The bytes the data set `name` ("train", "test") of `images` (at most
-// `limit` samples, 0: all) and its labels take once loaded, read from the
-// file's header.
+// `limit` samples, 0: all) keeps in memory once opened: a byte of label
+// and 8 of visiting order a sample (its images stay in the file), from
+// the file's header.
 uint64_t dataset_bytes(const std::string& name, const std::string& images, int64_t limit);
 
 // The visiting order of epoch `epoch` (1-based): a Fisher-Yates shuffle

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "coordinator/data/sample_file.h"
 #include "core/base/error.h"
 
 namespace devmap {
@@ -143,6 +144,34 @@ ImageSet load_idx_images(const std::string& path, int64_t limit) {
   const std::string what =
       std::to_string(count) + " images of " + std::to_string(set.rows) + "x" + std::to_string(set.cols);
   set.bytes = file.read_payload(set.count * set.rows * set.cols, what);
+  if (set.count == count) file.expect_end(what);
+  return set;
+}
+
+ImageSet copy_idx_images(const std::string& path, int64_t limit, int out) {
+  IdxFile file(path);
+  file.expect_magic(kImageMagic, "image");
+  ImageSet set;
+  const int64_t count = checked_count(file, file.read_u32("image count"), "image count");
+  set.rows = checked_count(file, file.read_u32("rows"), "row count");
+  set.cols = checked_count(file, file.read_u32("columns"), "column count");
+  if (set.rows == 0 || set.cols == 0 || set.rows * set.cols > kMaxImageBytes)
+    file.fail("has an implausible image size " + std::to_string(set.rows) + "x" + std::to_string(set.cols) +
+              " in its header");
+  set.count = apply_limit(count, limit);
+  const std::string what =
+      std::to_string(count) + " images of " + std::to_string(set.rows) + "x" + std::to_string(set.cols);
+  const size_t total = static_cast<size_t>(set.count * set.rows * set.cols);
+  std::vector<uint8_t> chunk(size_t{1} << 20);
+  for (size_t done = 0; done < total;) {
+    const size_t want = std::min(chunk.size(), total - done);
+    const size_t got = file.read(chunk.data(), want);
+    if (got < want)
+      file.fail("is truncated: the header announces " + what + " (" + std::to_string(total) +
+                " bytes after the header) but only " + std::to_string(done + got) + " bytes follow");
+    write_all(out, chunk.data(), got, "'" + path + "'");
+    done += got;
+  }
   if (set.count == count) file.expect_end(what);
   return set;
 }

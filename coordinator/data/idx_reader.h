@@ -53,6 +53,12 @@ class IdxImageReader {
   std::vector<uint8_t> bytes_;  // one read's worth
 };
 
+// Copies the first `limit` images (0: all) of an image file, as bytes,
+// to the end of `out` (a scratch file, sample_file.h), a chunk at a time;
+// returns their count and size (`bytes` empty). Same checks and errors as
+// load_idx_images.
+ImageSet copy_idx_images(const std::string& path, int64_t limit, int out);
+
 // Reads a label file (magic 0x00000801: count, then one byte per label).
 // Same limit and errors as load_idx_images.
 std::vector<uint8_t> load_idx_labels(const std::string& path, int64_t limit = 0);

@@ -11,34 +11,22 @@
 #include <cstring>
 #include <limits>
 
+#include "coordinator/data/sample_file.h"
 #include "core/base/error.h"
 
 namespace devmap {
 namespace {
 
-// A file mapped read-only for as long as the mapping object lives.
+// A file mapped read-only for as long as the mapping object lives; its
+// descriptor stays open for reading by offset (SampleFile).
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw_invalid("cannot open '" + path + "': " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      throw_invalid("'" + path + "' is not a regular file");
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    if (size_ > 0) {
-      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p == MAP_FAILED) {
-        const int err = errno;
-        ::close(fd);
-        throw_runtime("cannot map '" + path + "': " + std::strerror(err));
-      }
-      data_ = static_cast<const uint8_t*>(p);
-    }
-    ::close(fd);
+    map(std::make_shared<FileDescriptor>(fd), path);
   }
+  MappedFile(std::shared_ptr<FileDescriptor> fd, const std::string& what) { map(std::move(fd), what); }
   ~MappedFile() {
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
   }
@@ -47,11 +35,27 @@ class MappedFile {
 
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  const std::shared_ptr<FileDescriptor>& fd() const { return fd_; }
 
  private:
+  void map(std::shared_ptr<FileDescriptor> fd, const std::string& what) {
+    fd_ = std::move(fd);
+    struct stat st {};
+    if (::fstat(fd_->get(), &st) != 0 || !S_ISREG(st.st_mode)) throw_invalid("'" + what + "' is not a regular file");
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ == 0) return;
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_->get(), 0);
+    if (p == MAP_FAILED) throw_runtime("cannot map '" + what + "': " + std::strerror(errno));
+    data_ = static_cast<const uint8_t*>(p);
+  }
+
+  std::shared_ptr<FileDescriptor> fd_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
+
+// The array of the .npy bytes at [p, p + n) of `file`'s mapping.
+NpyArray parse_npy(const std::string& where, const uint8_t* p, size_t n, const std::shared_ptr<MappedFile>& file);
 
 uint16_t le16(const uint8_t* p) {
   return static_cast<uint16_t>(p[0] | (p[1] << 8));
@@ -123,7 +127,7 @@ std::vector<int64_t> parse_shape(const std::string& where, const std::string& te
 }
 
 // The array whose .npy bytes are [p, p + n).
-NpyArray parse_npy(const std::string& where, const uint8_t* p, size_t n, std::shared_ptr<const void> owner) {
+NpyArray parse_npy(const std::string& where, const uint8_t* p, size_t n, const std::shared_ptr<MappedFile>& file) {
   static const uint8_t kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (n < 10 || std::memcmp(p, kMagic, sizeof kMagic) != 0)
     throw_invalid("'" + where + "' is not a .npy array (no \\x93NUMPY magic): write it with numpy.save");
@@ -151,7 +155,9 @@ NpyArray parse_npy(const std::string& where, const uint8_t* p, size_t n, std::sh
     throw_invalid("'" + where + "' is truncated: its header announces " + a.shape_text() + " " + npy_type_name(a.type) +
                   " (" + std::to_string(bytes) + " bytes) but " + std::to_string(n - data_start) + " bytes follow");
   a.data = p + data_start;
-  a.owner = std::move(owner);
+  a.owner = file;
+  a.fd = file->fd();
+  a.file_offset = static_cast<uint64_t>(a.data - file->data());
   return a;
 }
 
@@ -223,9 +229,10 @@ std::string listed(const std::vector<ZipMember>& members) {
   return s.empty() ? "nothing" : s;
 }
 
-// The inflated bytes of a deflated member.
-std::shared_ptr<std::vector<uint8_t>> inflate_member(const std::string& where, const uint8_t* src, const ZipMember& m) {
-  auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(m.size));
+// A deflated member inflated into a scratch file, mapped.
+std::shared_ptr<MappedFile> inflate_member(const std::string& where, const uint8_t* src, const ZipMember& m) {
+  std::shared_ptr<FileDescriptor> out = scratch_file(where);
+  std::vector<uint8_t> chunk(size_t{1} << 20);
   z_stream z{};
   if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw_runtime("'" + where + "': zlib could not start");
   uint64_t in_left = m.compressed, out_done = 0;
@@ -233,19 +240,20 @@ std::shared_ptr<std::vector<uint8_t>> inflate_member(const std::string& where, c
   z.next_in = const_cast<uint8_t*>(src);
   while (rc == Z_OK) {
     const uInt in_chunk = static_cast<uInt>(std::min<uint64_t>(in_left, 1u << 30));
-    const uInt out_chunk = static_cast<uInt>(std::min<uint64_t>(m.size - out_done, 1u << 30));
     z.avail_in = in_chunk;
-    z.next_out = out->data() + out_done;
-    z.avail_out = out_chunk;
+    z.next_out = chunk.data();
+    z.avail_out = static_cast<uInt>(chunk.size());
     rc = inflate(&z, Z_NO_FLUSH);
     in_left -= in_chunk - z.avail_in;
-    out_done += out_chunk - z.avail_out;
-    if (rc == Z_OK && in_chunk == z.avail_in && out_chunk == z.avail_out) break;  // no progress
+    const size_t produced = chunk.size() - z.avail_out;
+    if (rc == Z_OK || rc == Z_STREAM_END) write_all(out->get(), chunk.data(), produced, where);
+    out_done += produced;
+    if (rc == Z_OK && in_chunk == z.avail_in && produced == 0) break;  // no progress
   }
   inflateEnd(&z);
   if (rc != Z_STREAM_END || out_done != m.size)
     throw_invalid("'" + where + "' is damaged: its deflated data ends early");
-  return out;
+  return std::make_shared<MappedFile>(out, where);
 }
 
 NpyArray open_npz_member(const std::string& path, const std::string& key, const std::vector<std::string>& keys) {
@@ -281,9 +289,8 @@ NpyArray open_npz_member(const std::string& path, const std::string& key, const 
   if (found->method != 8)
     throw_invalid("'" + where + "' is compressed with zip method " + std::to_string(found->method) +
                   ": write it with numpy.savez or numpy.savez_compressed");
-  auto bytes = inflate_member(where, p + data, *found);
-  const uint8_t* start = bytes->data();
-  return parse_npy(where, start, bytes->size(), bytes);
+  const std::shared_ptr<MappedFile> inflated = inflate_member(where, p + data, *found);
+  return parse_npy(where, inflated->data(), inflated->size(), inflated);
 }
 
 }  // namespace
@@ -344,7 +351,7 @@ std::string numpy_file_of(const std::string& spec) {
 
 NpyArray open_numpy_array(const std::string& spec, const std::vector<std::string>& keys) {
   if (ends_with(spec, ".npy")) {
-    auto file = std::make_shared<MappedFile>(spec);
+    const auto file = std::make_shared<MappedFile>(spec);
     return parse_npy(spec, file->data(), file->size(), file);
   }
   const size_t colon = spec.rfind(".npz:");

@@ -1,7 +1,8 @@
 // NumPy arrays from .npy files and .npz archives, read without copying
 // where the file allows: a .npy file and a stored (np.savez) member of a
 // .npz are mapped from the file; a compressed (np.savez_compressed) member
-// is inflated once into memory, in its own element type. Little-endian,
+// is inflated once into a scratch file (sample_file.h) and mapped from it.
+// Little-endian,
 // C-order arrays only; every other case is a devmap::Error (kInvalidInput)
 // that names the file and says how to write it so that it reads.
 #pragma once
@@ -10,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "coordinator/data/sample_file.h"
 
 namespace devmap {
 
@@ -25,7 +28,10 @@ struct NpyArray {
   NpyType type = NpyType::kF32;
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;      // numel() elements of `type`, little-endian, C order
-  std::shared_ptr<const void> owner;  // keeps `data` alive (a file mapping or an inflated buffer)
+  std::shared_ptr<const void> owner;  // keeps `data` alive (the file's mapping)
+  // The same bytes to read by offset: `data` is at `file_offset` of `fd`.
+  std::shared_ptr<FileDescriptor> fd;
+  uint64_t file_offset = 0;
 
   int64_t numel() const;
   std::string shape_text() const;  // "(60000, 28, 28)"

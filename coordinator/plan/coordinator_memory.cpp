@@ -9,7 +9,7 @@
 namespace devmap {
 
 std::string CoordinatorMemory::parts() const {
-  return format_byte_parts({{"training and test sets", datasets},
+  return format_byte_parts({{"training and test labels and orders", datasets},
                             {"input reader", input_reader},
                             {"input slots", input_slots},
                             {"output slots", output_slots}});

@@ -15,14 +15,14 @@
 namespace devmap {
 
 struct CoordinatorMemory {
-  uint64_t datasets = 0;      // training and test sets, in their files' types, and labels (train jobs)
+  uint64_t datasets = 0;      // training and test labels and visiting orders (train jobs; images stay in files)
   uint64_t input_reader = 0;  // predict: one batch of the input file as read
   uint64_t input_slots = 0;   // the input segment
   uint64_t output_slots = 0;  // the output segment (predict)
   uint64_t limit = 0;         // coordinator.memory_limit; 0: none
   uint64_t total() const { return datasets + input_reader + input_slots + output_slots; }
   bool fits() const { return limit == 0 || total() <= limit; }
-  // "training and test sets 209.3 MiB, input slots 392.5 KiB"
+  // "training and test labels and orders 627.2 KiB, input slots 392.5 KiB"
   std::string parts() const;
 };
 

@@ -100,7 +100,7 @@ TEST_F(NumpyData, NpyAndNpzTrainTheBitsOfTheIdxFilesAndPredictTheSameLabels) {
   EXPECT_EQ(read_file(d + "idx.csv").substr(0, npy_rows.size()), npy_rows);  // the first 256 of 10000
 }
 
-TEST_F(NumpyData, ThePlanCountsEachSetInItsFilesType) {
+TEST_F(NumpyData, ThePlanCountsEachSetsOwnLabels) {
   const std::string d = dir_.path() + "/";
   const ProcessResult r =
       run_process({DEVMAP_COORDINATOR_BIN, "plan", kConfigs + "fashion_mnist_cnn.yaml", "--json", "--set",
@@ -108,8 +108,9 @@ TEST_F(NumpyData, ThePlanCountsEachSetInItsFilesType) {
                    "data.test_images=" + d + "all.npz", "--set", "data.test_labels=" + d + "all.npz"},
                   dir_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // x_train: 1280 float32 images, x_test 256 (not x_train again), a byte a label each.
-  const uint64_t want = (1280 + 256) * (784 * 4 + 1);
+  // x_train's 1280 samples and x_test's 256 (not x_train's again): a byte
+  // of label and 8 of visiting order each; the images stay in the file.
+  const uint64_t want = (1280 + 256) * 9;
   EXPECT_NE(r.out.find("\"datasets_bytes\":" + std::to_string(want) + ","), std::string::npos) << r.out;
 }
 

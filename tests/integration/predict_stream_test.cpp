@@ -209,7 +209,7 @@ TEST(PlanCoordinator, TrainRunChecksTheLimitBeforeItsFirstStep) {
                   dir.path(), {"TMPDIR=" + dir.path()});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("the coordinator needs "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("(training and test sets 153.3 KiB, input slots "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(training and test labels and orders 1.8 KiB, input slots "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("but coordinator.memory_limit is 256.0 KiB: raise it, or use data.train_limit"),
             std::string::npos)
       << r.err;
