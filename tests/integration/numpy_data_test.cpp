@@ -116,7 +116,12 @@ TEST_F(NumpyData, ThePlanCountsEachSetsOwnLabels) {
 
 TEST_F(NumpyData, WrongTypesAndMissingMembersAreBadInputThatSaysWhatToDo) {
   const std::string d = dir_.path() + "/";
-  train("idx", {});  // weights for predict
+  // Weights for predict: one step is enough.
+  const ProcessResult w =
+      run_process({DEVMAP_COORDINATOR_BIN, "train", kConfigs + "fashion_mnist_cnn.yaml", "--set", "train.max_steps=1",
+                   "--set", "data.train_limit=64", "--set", "data.test_limit=64", "--out-dir", d + "idx"},
+                  dir_.path(), {"TMPDIR=" + dir_.path()});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
   ProcessResult r = run_process(
       {DEVMAP_COORDINATOR_BIN, "train", kConfigs + "fashion_mnist_cnn.yaml", "--set",
        "data.train_images=" + d + "bad.npz", "--set", "data.train_labels=" + d + "bad.npz", "--out-dir", d + "bad"},
