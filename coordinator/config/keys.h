@@ -59,7 +59,9 @@ inline const std::vector<std::string> kDevice = {"threads", "memory_limit", "aff
 // are the user's, not from a list.
 inline const std::vector<std::string> kDeviceMap = {"default", "place"};
 // An op's own keys; all others are the op's attributes.
-inline const std::vector<std::string> kOp = {"name", "op", "inputs", "device"};
+inline const std::vector<std::string> kOp = {"name", "op", "inputs", "device", "recompute"};
+// An op's `recompute` values (Node::Recompute).
+inline const std::vector<std::string> kRecompute = {"auto", "always", "never"};
 // A group's keys: an entry of model.ops (or of a group's ops) with a
 // `group` key is a group, holding ops and further groups.
 inline const std::vector<std::string> kGroup = {"group", "device", "ops"};

@@ -41,6 +41,10 @@ class OpBuilder {
     MapReader map(src_, item, {who, "in " + who, who + " attribute '", "'"}, valid);
     for (const AttrSpec& spec : node.schema->attrs) node.attrs.set(spec.name, read_attr(map, item, spec, who));
     node.inputs = read_inputs(map, item, node, who);
+    const std::string recompute = map.get_choice("recompute", "auto", config_keys::kRecompute);
+    node.recompute = recompute == "always"  ? Node::Recompute::kAlways
+                     : recompute == "never" ? Node::Recompute::kNever
+                                            : Node::Recompute::kAuto;
     own_device = map.has("device")
                      ? read_declared_device(src_, map.value("device"), map.anchor("device"),
                                             {"op '" + node.name + "' device", "op '" + node.name + "'", "is placed on"},

@@ -22,6 +22,7 @@
 #include "coordinator/jobs/memory_report.h"
 #include "coordinator/jobs/run_epilogue.h"
 #include "coordinator/plan/job_memory.h"
+#include "coordinator/plan/recompute_plan.h"
 #include "coordinator/plan/split_verdict.h"
 #include "coordinator/plan/step_costs.h"
 #include "coordinator/run/batch_feeder.h"
@@ -300,6 +301,8 @@ class Trainer {
     const JobMemory& memory = session.memory();
     split_ = split_text(memory);
     if (first) {
+      for (const std::string& d : describe_recomputes(session.plan().recomputes, session.plan().graph))
+        std::cerr << "devmap: memory: " << d << "\n";
       for (const std::string& d : memory.decisions) std::cerr << "devmap: memory: " << d << "\n";
       for (const std::string& d : memory.micro_batch_statistics) std::cerr << "devmap: " << d << "\n";
       for (const std::string& line : describe_auto_choice(memory, config_.path))

@@ -11,6 +11,7 @@
 #include "coordinator/config/config.h"
 #include "coordinator/config/run_options.h"
 #include "coordinator/plan/job_memory.h"
+#include "coordinator/plan/recompute_plan.h"
 #include "core/graph/graph.h"
 #include "core/plan/partition.h"
 #include "core/plan/program.h"
@@ -41,6 +42,9 @@ class JobPlan {
   JobPlan(const JobPlan&) = delete;
   JobPlan& operator=(const JobPlan&) = delete;
 
+  // The ops the plan recomputes (coordinator/plan/recompute_plan.h), chosen
+  // before the program is built: graph's Node::recomputed.
+  std::vector<RecomputePick> recomputes;
   const Graph graph;
   const Program program;
   const Partition partition;

@@ -122,6 +122,7 @@ void Executor::reserve(int64_t max_batch, int sets) {
   max_batch_ = max_batch;
   use_set(0);
   std::fill(buffers_.begin(), buffers_.end(), nullptr);
+  recomputed_.clear();
   arenas_.clear();
   stored_.clear();
   // Set 0 becomes the current one; sets 1.. wait in stored_.
@@ -137,9 +138,11 @@ void Executor::reserve(int64_t max_batch, int sets) {
     block = DeviceBuffer(*memory_, static_cast<int64_t>(arena.bytes / sizeof(float)),
                          sets > 1 ? "tensor arena (buffer set " + std::to_string(k) + ")" : "tensor arena");
     std::vector<float*>& buffers = k == 0 ? buffers_ : stored_[static_cast<size_t>(k)].buffers;
+    std::vector<float*>& recomputed = k == 0 ? recomputed_ : stored_[static_cast<size_t>(k)].recomputed;
     buffers.assign(static_cast<size_t>(program_.tensor_count()), nullptr);
+    recomputed.assign(static_cast<size_t>(program_.tensor_count()), nullptr);
     for (const TensorAllocation& a : arena.allocations)
-      buffers[static_cast<size_t>(a.tensor)] = block.data() + a.offset / sizeof(float);
+      (a.recomputed ? recomputed : buffers)[static_cast<size_t>(a.tensor)] = block.data() + a.offset / sizeof(float);
     if (k > 0) {
       stored_[static_cast<size_t>(k)].bound = bound_;
       stored_[static_cast<size_t>(k)].host_of = host_of_;
@@ -180,10 +183,12 @@ void Executor::use_set(int set) {
   out.buffers = std::move(buffers_);
   out.bound = std::move(bound_);
   out.host_of = std::move(host_of_);
+  out.recomputed = std::move(recomputed_);
   BufferSet& in = stored_[static_cast<size_t>(set)];
   buffers_ = std::move(in.buffers);
   bound_ = std::move(in.bound);
   host_of_ = std::move(in.host_of);
+  recomputed_ = std::move(in.recomputed);
   current_set_ = set;
 }
 
@@ -234,6 +239,8 @@ TensorView Executor::view(int tensor, int64_t batch) const {
   assert(batch <= max_batch_ && "reserve() a larger batch first");
   if (const int alias = alias_of_[static_cast<size_t>(tensor)]; alias >= 0)
     return TensorView{view(alias, batch).data, tensor_shape(tensor, batch)};
+  if (in_backward_ && !recomputed_.empty())
+    if (float* again = recomputed_[static_cast<size_t>(tensor)]) return TensorView{again, tensor_shape(tensor, batch)};
   float* bound = bound_[static_cast<size_t>(tensor)];
   assert((bound || buffers_[static_cast<size_t>(tensor)]) && "tensor has no memory on this device");
   return TensorView{bound ? bound : buffers_[static_cast<size_t>(tensor)], tensor_shape(tensor, batch)};
@@ -285,7 +292,9 @@ void Executor::forward(int64_t batch, const StepInfo& info) {
 void Executor::backward(int64_t batch, const StepInfo& info, bool accumulate) {
   assert(program_.loss_grad >= 0);
   if (owns_loss_) memory_->fill(view(program_.loss_grad, batch).data, 1.0f, 1);
+  in_backward_ = true;
   run(backward_, 0, static_cast<int>(backward_.size()), batch, info, accumulate);
+  in_backward_ = false;
 }
 
 void Executor::run_segment(bool backward, int segment, int64_t batch, const StepInfo& info, bool accumulate) {
@@ -293,7 +302,9 @@ void Executor::run_segment(bool backward, int segment, int64_t batch, const Step
   const Segment& seg = segs.at(static_cast<size_t>(segment));
   if (!backward && segment == 0) copy_staged_inputs(batch);
   if (backward && segment == 0 && owns_loss_) memory_->fill(view(program_.loss_grad, batch).data, 1.0f, 1);
+  in_backward_ = backward;
   run(backward ? backward_ : forward_, seg.begin, seg.end, batch, info, accumulate);
+  in_backward_ = false;
   if (!backward && segment + 1 == static_cast<int>(segs.size())) copy_staged_outputs(batch);
 }
 
@@ -344,7 +355,12 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
     const InstrTiming timing = start_timing(ins);
     if (host_) bind_outgoing_slots(ins, batch, info);
     switch (ins.kind) {
-      case InstrKind::kForward: run_kernel_forward(ins, batch, ctx, info.continues_step, inputs, params); break;
+      case InstrKind::kForward:
+        if (in_backward_)
+          recompute(ins, batch, ctx, inputs, params);
+        else
+          run_kernel_forward(ins, batch, ctx, info.continues_step, inputs, params);
+        break;
       case InstrKind::kBackward: run_kernel_backward(ins, batch, ctx, accumulate); break;
       case InstrKind::kSumGrads: sum_grads(ins, batch); break;
       case InstrKind::kSend: send_edge(ins, batch, info); break;
@@ -549,6 +565,31 @@ void Executor::run_kernel_forward(const Instr& ins, int64_t batch, KernelContext
     if (reduced) fold(!add);
   });
   ctx.sample_offset = offset;
+}
+
+void Executor::recompute(const Instr& ins, int64_t batch, KernelContext& ctx, std::vector<TensorView>& inputs,
+                         std::vector<TensorView>& params) {
+  const std::vector<int>& mine = node_params_[static_cast<size_t>(ins.node)];
+  saved_state_.clear();
+  for (int pi : mine) {
+    const Parameter& p = params_[static_cast<size_t>(pi)];
+    if (p.spec.trained) continue;
+    const size_t at = saved_state_.size();
+    saved_state_.resize(at + static_cast<size_t>(p.spec.shape.numel()));
+    memory_->copy_to_host(saved_state_.data() + at, p.value.data(), (saved_state_.size() - at) * sizeof(float));
+  }
+  const uint64_t seed = ctx.seed;
+  ctx.seed ^= recompute_seed_xor_;
+  run_kernel_forward(ins, batch, ctx, false, inputs, params);
+  ctx.seed = seed;
+  size_t at = 0;
+  for (int pi : mine) {
+    Parameter& p = params_[static_cast<size_t>(pi)];
+    if (p.spec.trained) continue;
+    const auto count = static_cast<size_t>(p.spec.shape.numel());
+    memory_->copy_from_host(p.value.data(), saved_state_.data() + at, count * sizeof(float));
+    at += count;
+  }
 }
 
 void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate) {

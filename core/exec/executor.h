@@ -85,6 +85,10 @@ class Executor {
   // A test hook: with false, the next reserve() fuses no relu into its
   // conv2d (core/plan/fused_relu.h), which the memory plan assumes it does.
   void set_fuse_relus(bool fuse) { fuse_relus_ = fuse; }
+  // A test hook: recomputes (core/plan/recompute.h) run with the seed XOR
+  // `bits` (0, the default: the executor's seed, so their random draws, and
+  // bits, are those of the forward pass).
+  void set_recompute_seed_xor(uint64_t bits) { recompute_seed_xor_ = bits; }
   // The relus fused into their conv2d since reserve().
   const std::vector<FusedRelu>& fused_relus() const { return fused_; }
   // The buffer set the next passes, bind_output, output and scalar use.
@@ -195,6 +199,12 @@ class Executor {
   void run_kernel_forward(const Instr& ins, int64_t batch, KernelContext& ctx, bool continues_step,
                           std::vector<TensorView>& inputs, std::vector<TensorView>& params);
   void run_kernel_backward(const Instr& ins, int64_t batch, KernelContext& ctx, bool accumulate);
+  // A recompute in the backward pass: the op's forward with the pass's
+  // step and samples, into its output's backward buffer; the op's state
+  // (ParamSpec::trained false, batch_norm's running statistics) is put back
+  // as the forward pass left it.
+  void recompute(const Instr& ins, int64_t batch, KernelContext& ctx, std::vector<TensorView>& inputs,
+                 std::vector<TensorView>& params);
   // ins.out[0] = the sum of the gradient partials ins.in.
   void sum_grads(const Instr& ins, int64_t batch);
   // Hands edge ins.node's tensor to the channel (a device the host cannot
@@ -289,8 +299,14 @@ class Executor {
   std::vector<float*> buffers_;
   std::vector<float*> bound_;
   std::vector<float*> host_of_;
+  // Per tensor: the backward-pass buffer of a recomputed output, or null;
+  // view() takes it over buffers_ while a backward pass runs.
+  std::vector<float*> recomputed_;
+  bool in_backward_ = false;
+  uint64_t recompute_seed_xor_ = 0;
+  std::vector<float> saved_state_;  // recompute()'s copy of the op's state
   struct BufferSet {
-    std::vector<float*> buffers, bound, host_of;
+    std::vector<float*> buffers, bound, host_of, recomputed;
   };
   std::vector<BufferSet> stored_;  // sets but the current one, by index (the current one's entry is empty)
   int current_set_ = 0;

@@ -134,6 +134,7 @@ std::string encode_worker_plan(const WorkerPlan& p) {
     w.put_string(n.name);
     w.put_string(n.op());
     w.put_string(n.device);
+    w.put<uint8_t>(n.recomputed ? 1 : 0);
     w.put<uint32_t>(static_cast<uint32_t>(n.inputs.size()));
     for (int in : n.inputs) w.put<int32_t>(in);
     w.put<uint32_t>(static_cast<uint32_t>(n.attrs.values().size()));
@@ -197,6 +198,7 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
     n.schema = find_op(op);
     if (!n.schema) throw_runtime("worker plan names op '" + op + "', which this worker does not know");
     n.device = r.get_string();
+    n.recomputed = r.get<uint8_t>() != 0;
     uint32_t ninputs = r.get_count(4);
     for (uint32_t k = 0; k < ninputs; ++k) {
       int32_t in = r.get<int32_t>();

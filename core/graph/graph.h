@@ -18,6 +18,13 @@ struct Node {
   Attrs attrs;
   SourceLoc loc;       // where the config defined this op (for messages)
   std::string device;  // "cpu:0"; empty until placed
+  // The config's `recompute` key: whether the plan may (kAuto), must
+  // (kAlways) or must not (kNever) recompute this op's output.
+  enum class Recompute { kAuto, kAlways, kNever };
+  Recompute recompute = Recompute::kAuto;
+  // The plan's choice: the output is dropped after the forward pass and
+  // computed again in the backward pass (core/plan/recompute.h).
+  bool recomputed = false;
 
   // Filled by Graph::infer().
   std::vector<Shape> input_shapes;

@@ -29,6 +29,7 @@ std::vector<FusedRelu> fused_relus(const FusedReluInputs& in) {
     const int conv = relu.inputs[0];
     if (g.node(conv).op() != "conv2d" || !computed[static_cast<size_t>(conv)]) continue;
     if (readers[static_cast<size_t>(conv)] != 1 || !stays_here(conv) || !stays_here(ins.node)) continue;
+    if (relu.recomputed || g.node(conv).recomputed) continue;  // each computed again on its own
     out.push_back(FusedRelu{conv, ins.node});
   }
   return out;

@@ -2,7 +2,8 @@
 // where its one input is a conv2d's output that no other instruction of the
 // device reads, on a device whose memory the CPU addresses (its conv2d
 // kernel fuses: OpKernel::fuses_relu), with neither tensor crossing devices
-// or living in the coordinator's segments. Then the conv2d writes max(y, 0)
+// or living in the coordinator's segments, and neither recomputed
+// (Node::recomputed). Then the conv2d writes max(y, 0)
 // into its own output buffer (ForwardArgs::relu_output), the relu's output
 // is that buffer (it has no buffer of its own: the memory plan and the
 // executor both take this list), and the relu runs no forward instruction;

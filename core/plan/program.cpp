@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "core/plan/recompute.h"
+
 namespace devmap {
 namespace {
 
@@ -111,6 +113,7 @@ Program build_training_program(const Graph& g) {
   // Partials were collected in reverse node order; sum them in node order.
   for (Instr& ins : p.backward)
     if (ins.kind == InstrKind::kSumGrads) std::reverse(ins.in.begin(), ins.in.end());
+  p.backward = with_recomputes(g, p.needed, p.backward);
   return p;
 }
 

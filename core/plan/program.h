@@ -46,7 +46,9 @@ struct Program {
 };
 
 // Forward over every op the loss and metrics depend on, backward over every
-// op between a parameter and the loss. Throws devmap::Error when the graph
+// op between a parameter and the loss, with the recomputes of the ops
+// marked Node::recomputed (core/plan/recompute.h: kForward instructions in
+// the backward list). Throws devmap::Error when the graph
 // has no loss op.
 Program build_training_program(const Graph& graph);
 

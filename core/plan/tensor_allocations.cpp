@@ -5,19 +5,26 @@
 
 #include "core/plan/arena.h"
 #include "core/plan/device_budget.h"
+#include "core/plan/recompute.h"
 
 namespace devmap {
 namespace {
 
-// Per tensor: the first and last positions that touch it, or -1.
+// Per tensor: the first and last positions that touch it, or -1; for a
+// recomputed output, its forward lifetime and (again_*) its backward one.
 struct Lifetimes {
-  std::vector<int> first, last;
-  const std::vector<int>* root;  // per tensor: the tensor whose buffer it is
+  std::vector<int> first, last, again_first, again_last;
+  const std::vector<int>* root;         // per tensor: the tensor whose buffer it is
+  const std::vector<bool>* recomputed;  // per tensor: recomputed in the backward pass
+  bool backward = false;                // positions now touched are the backward pass's
   void touch(int tensor, int position) {
     if (tensor < 0) return;
     const auto t = static_cast<size_t>((*root)[static_cast<size_t>(tensor)]);
-    if (first[t] < 0 || position < first[t]) first[t] = position;
-    last[t] = std::max(last[t], position);
+    const bool again = backward && (*recomputed)[t];
+    int& f = again ? again_first[t] : first[t];
+    int& l = again ? again_last[t] : last[t];
+    if (f < 0 || position < f) f = position;
+    l = std::max(l, position);
   }
 };
 
@@ -46,10 +53,15 @@ TensorArena tensor_arena(const TensorAllocationInputs& in, int64_t batch) {
       root[static_cast<size_t>(f.relu)] = f.conv;
     }
 
-  Lifetimes life{std::vector<int>(nt, -1), std::vector<int>(nt, -1), &root};
+  std::vector<bool> recomputed(nt, false);
+  for (const Instr& ins : *in.backward)
+    if (is_recompute(ins)) recomputed[static_cast<size_t>(ins.out[0])] = true;
+  const std::vector<int> none(nt, -1);
+  Lifetimes life{none, none, none, none, &root, &recomputed};
   const int forward_count = static_cast<int>(in.forward->size());
   int position = 0;
   for (const Instr& ins : *in.forward) touch_instruction(*in.graph, ins, position++, life);
+  life.backward = true;
   if (!in.backward->empty()) life.touch(p.loss_grad, forward_count);  // seeded as the backward pass begins
   for (const Instr& ins : *in.backward) touch_instruction(*in.graph, ins, position++, life);
   const int step_end = std::max(position - 1, 0);
@@ -78,6 +90,14 @@ TensorArena tensor_arena(const TensorAllocationInputs& in, int64_t batch) {
     arena.unshared += a.bytes;
     buffers.push_back(ArenaBuffer{a.bytes, a.first, a.last});
     arena.allocations.push_back(a);
+    if (recomputed[i] && !staged && life.again_first[i] >= 0) {
+      a.recomputed = true;
+      a.first = life.again_first[i];
+      a.last = life.again_last[i];
+      arena.unshared += a.bytes;
+      buffers.push_back(ArenaBuffer{a.bytes, a.first, a.last});
+      arena.allocations.push_back(a);
+    }
   }
   const ArenaLayout layout = place_buffers(buffers);
   for (size_t k = 0; k < arena.allocations.size(); ++k) arena.allocations[k].offset = layout.offsets[k];

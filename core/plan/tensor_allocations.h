@@ -20,6 +20,11 @@
 // out as their forward ends, and outputs the coordinator reads are host
 // memory (staged on a GPU).
 //
+// A recomputed op's output (core/plan/recompute.h) has two buffers: one
+// alive from its forward to its last forward reader, one from its recompute
+// in the backward pass to its last backward reader, so nothing holds it
+// across the gap between the passes.
+//
 // One list, which Executor::reserve() allocates (one arena per buffer set)
 // and plan_memory() sums, so the plan equals the allocation by
 // construction.
@@ -42,6 +47,7 @@ struct TensorAllocation {
   int64_t floats = 0;       // at the batch asked for
   uint64_t bytes = 0;       // charged_bytes of the floats
   int first = 0, last = 0;  // its lifetime: positions in the device's step
+  bool recomputed = false;  // the buffer of a recomputed output in the backward pass
   uint64_t offset = 0;      // in the arena of its buffer set
 };
 

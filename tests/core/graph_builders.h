@@ -53,4 +53,36 @@ inline Graph reference_cnn() {
   return g;
 }
 
+// Two residual blocks with batch_norm and relu, then dropout, on [1, 8, 8]
+// images, on cpu:0.
+inline Graph residual_blocks() {
+  Graph g;
+  Attrs conv;
+  conv.set("filters", int64_t{4});
+  conv.set("kernel", int64_t{3});
+  conv.set("padding", int64_t{1});
+  g.add(make("image", "input", {}, with("shape", std::vector<int64_t>{1, 8, 8})));
+  g.add(make("label", "labels", {}, with("classes", int64_t{10})));
+  g.add(make("conv1", "conv2d", {0}, conv));
+  g.add(make("bn1", "batch_norm", {2}));
+  g.add(make("relu1", "relu", {3}));
+  g.add(make("conv2", "conv2d", {4}, conv));
+  g.add(make("bn2", "batch_norm", {5}));
+  g.add(make("add", "add", {6, 4}));
+  g.add(make("relu2", "relu", {7}));
+  g.add(make("conv3", "conv2d", {8}, conv));
+  g.add(make("bn3", "batch_norm", {9}));
+  g.add(make("relu3", "relu", {10}));
+  g.add(make("conv4", "conv2d", {11}, conv));
+  g.add(make("bn4", "batch_norm", {12}));
+  g.add(make("add2", "add", {13, 8}));
+  g.add(make("relu4", "relu", {14}));
+  g.add(make("drop", "dropout", {15}, with("rate", 0.3)));
+  g.add(make("flat", "flatten", {16}));
+  g.add(make("fc", "dense", {17}, with("units", int64_t{10})));
+  g.add(make("loss", "softmax_cross_entropy", {18, 1}));
+  g.infer();
+  return g;
+}
+
 }  // namespace devmap

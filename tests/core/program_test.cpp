@@ -80,6 +80,7 @@ TEST(WorkerPlan, RoundTripsThroughBytes) {
   p.optimizer.schedule.total_steps = 100;
   p.max_batch = 64;
   p.graph = chain();
+  p.graph.node(1).recomputed = true;  // the plan's choice travels (core/plan/recompute.h)
   p.input_segment = "devmap-1-abc-input";
   p.layout = InputLayout::for_graph(p.graph, 64, 2);
   WorkerPlan q = decode_worker_plan(encode_worker_plan(p));
@@ -99,6 +100,7 @@ TEST(WorkerPlan, RoundTripsThroughBytes) {
     EXPECT_EQ(q.graph.node(i).name, p.graph.node(i).name);
     EXPECT_EQ(q.graph.node(i).out_shape, p.graph.node(i).out_shape);
     EXPECT_EQ(q.graph.node(i).inputs, p.graph.node(i).inputs);
+    EXPECT_EQ(q.graph.node(i).recomputed, p.graph.node(i).recomputed);
   }
   EXPECT_EQ(q.layout.slot_bytes, p.layout.slot_bytes);
   EXPECT_EQ(q.layout.input_offsets, p.layout.input_offsets);
