@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "coordinator/data/sample_file.h"
@@ -130,25 +131,13 @@ int64_t apply_limit(int64_t count, int64_t limit) {
 
 }  // namespace
 
-ImageSet load_idx_images(const std::string& path, int64_t limit) {
-  IdxFile file(path);
-  file.expect_magic(kImageMagic, "image");
-  ImageSet set;
-  const int64_t count = checked_count(file, file.read_u32("image count"), "image count");
-  set.rows = checked_count(file, file.read_u32("rows"), "row count");
-  set.cols = checked_count(file, file.read_u32("columns"), "column count");
-  if (set.rows == 0 || set.cols == 0 || set.rows * set.cols > kMaxImageBytes)
-    file.fail("has an implausible image size " + std::to_string(set.rows) + "x" + std::to_string(set.cols) +
-              " in its header");
-  set.count = apply_limit(count, limit);
-  const std::string what =
-      std::to_string(count) + " images of " + std::to_string(set.rows) + "x" + std::to_string(set.cols);
-  set.bytes = file.read_payload(set.count * set.rows * set.cols, what);
-  if (set.count == count) file.expect_end(what);
-  return set;
-}
+namespace {
 
-ImageSet copy_idx_images(const std::string& path, int64_t limit, int out) {
+// An image file's header and its first `limit` images (0: all), handed to
+// `take` a chunk at a time, so that a lying header cannot make anyone hold
+// more than the file has; the checks and errors of load_idx_images.
+ImageSet read_idx_images(const std::string& path, int64_t limit,
+                         const std::function<void(const uint8_t*, size_t)>& take) {
   IdxFile file(path);
   file.expect_magic(kImageMagic, "image");
   ImageSet set;
@@ -162,18 +151,31 @@ ImageSet copy_idx_images(const std::string& path, int64_t limit, int out) {
   const std::string what =
       std::to_string(count) + " images of " + std::to_string(set.rows) + "x" + std::to_string(set.cols);
   const size_t total = static_cast<size_t>(set.count * set.rows * set.cols);
-  std::vector<uint8_t> chunk(size_t{1} << 20);
+  std::vector<uint8_t> chunk(std::min(total, size_t{1} << 20));
   for (size_t done = 0; done < total;) {
     const size_t want = std::min(chunk.size(), total - done);
     const size_t got = file.read(chunk.data(), want);
     if (got < want)
       file.fail("is truncated: the header announces " + what + " (" + std::to_string(total) +
                 " bytes after the header) but only " + std::to_string(done + got) + " bytes follow");
-    write_all(out, chunk.data(), got, "'" + path + "'");
+    take(chunk.data(), got);
     done += got;
   }
   if (set.count == count) file.expect_end(what);
   return set;
+}
+
+}  // namespace
+
+ImageSet load_idx_images(const std::string& path, int64_t limit) {
+  std::vector<uint8_t> bytes;
+  ImageSet set = read_idx_images(path, limit, [&](const uint8_t* p, size_t n) { bytes.insert(bytes.end(), p, p + n); });
+  set.bytes = std::move(bytes);
+  return set;
+}
+
+ImageSet copy_idx_images(const std::string& path, int64_t limit, int out) {
+  return read_idx_images(path, limit, [&](const uint8_t* p, size_t n) { write_all(out, p, n, "'" + path + "'"); });
 }
 
 std::vector<uint8_t> load_idx_labels(const std::string& path, int64_t limit) {
