@@ -10,6 +10,7 @@
 
 #include "tests/support/metrics.h"
 #include "tests/support/run_process.h"
+#include "tests/support/train_run.h"
 
 namespace devmap::testing {
 namespace {
@@ -24,32 +25,9 @@ bool have_data() {
   return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
 }
 
-struct TrainRun {
-  ProcessResult process;
-  std::vector<std::string> losses;
-  std::string metrics, weights;
-};
-
 TrainRun train(const std::string& dir, const std::string& tag, std::vector<std::string> extra) {
-  const std::string sub = dir + "/" + tag;
-  std::filesystem::create_directories(sub);
-  std::vector<std::string> args = {DEVMAP_COORDINATOR_BIN,
-                                   "train",
-                                   kConfig,
-                                   "--metrics",
-                                   sub + "/m.jsonl",
-                                   "--log-every",
-                                   "1",
-                                   "--set",
-                                   "train.checkpoint=" + sub + "/w.safetensors"};
-  args.insert(args.end(), kShort.begin(), kShort.end());
-  args.insert(args.end(), extra.begin(), extra.end());
-  TrainRun r;
-  r.process = run_process(args, sub, {"TMPDIR=" + sub});
-  r.metrics = read_file(sub + "/m.jsonl");
-  r.weights = read_file(sub + "/w.safetensors");
-  for (const std::string& line : lines_with(r.metrics, "step")) r.losses.push_back(json_field(line, "loss"));
-  return r;
+  extra.insert(extra.begin(), kShort.begin(), kShort.end());
+  return train_run(dir, tag, kConfig, extra);
 }
 
 TEST(ResnetRecompute, UnderALimitTheStepRecomputesWithTheUnconstrainedBits) {

@@ -17,6 +17,7 @@
 #include "core/graph/safetensors.h"
 #include "tests/support/metrics.h"
 #include "tests/support/run_process.h"
+#include "tests/support/train_run.h"
 
 namespace devmap::testing {
 namespace {
@@ -60,32 +61,10 @@ std::string with_float_counts(const std::string& weights) {
   return file;
 }
 
-struct TrainRun {
-  ProcessResult process;
-  std::vector<std::string> losses;
-  std::string metrics;
-};
-
 TrainRun train(const std::string& dir, const std::string& tag, const std::string& config,
                std::vector<std::string> extra) {
-  const std::string sub = dir + "/" + tag;
-  std::filesystem::create_directories(sub);
-  std::vector<std::string> args = {DEVMAP_COORDINATOR_BIN,
-                                   "train",
-                                   kConfigs + config,
-                                   "--metrics",
-                                   sub + "/m.jsonl",
-                                   "--log-every",
-                                   "1",
-                                   "--set",
-                                   "train.checkpoint=" + sub + "/w.safetensors"};
-  args.insert(args.end(), kShort.begin(), kShort.end());
-  args.insert(args.end(), extra.begin(), extra.end());
-  TrainRun r;
-  r.process = run_process(args, sub, {"TMPDIR=" + sub});
-  r.metrics = read_file(sub + "/m.jsonl");
-  for (const std::string& line : lines_with(r.metrics, "step")) r.losses.push_back(json_field(line, "loss"));
-  return r;
+  extra.insert(extra.begin(), kShort.begin(), kShort.end());
+  return train_run(dir, tag, kConfigs + config, extra);
 }
 
 TEST(ResnetSplit, TwoWorkersGiveTheSameLossesAndWeightsAsOneToTheBit) {
