@@ -98,6 +98,11 @@ struct TrainConfig {
   // couples the samples of its batch (OpSchema::couples_samples); allow
   // (the default) runs it and says so.
   bool refuse_micro_batch_statistics = false;
+  // train.recompute: auto (the default) lets the plan recompute the ops
+  // whose own `recompute` is auto when a device needs the memory
+  // (coordinator/plan/recompute_plan.h); never treats them as `never`, so
+  // only ops pinned `always` are recomputed.
+  bool recompute_auto = true;
 };
 
 // How the coordinator tells failed workers from slow ones, and how long a

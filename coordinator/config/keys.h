@@ -19,13 +19,15 @@ inline const std::vector<std::string> kModel = {"ops"};
 inline const std::vector<std::string> kData = {"train_images", "train_labels", "test_images",
                                                "test_labels",  "train_limit",  "test_limit"};
 inline const std::vector<std::string> kTrain = {
-    "epochs",     "batch_size",        "eval_batch_size",        "max_steps",
-    "seed",       "shuffle",           "gradient_chunk",         "optimizer",
-    "checkpoint", "checkpoint_every",  "keep_checkpoints",       "max_restarts",
-    "pipeline",   "stop_on_nonfinite", "micro_batch_statistics", "init_weights"};
+    "epochs",           "batch_size",     "eval_batch_size", "max_steps",         "seed",
+    "shuffle",          "gradient_chunk", "optimizer",       "checkpoint",        "checkpoint_every",
+    "keep_checkpoints", "max_restarts",   "pipeline",        "stop_on_nonfinite", "micro_batch_statistics",
+    "init_weights",     "recompute"};
 // train.micro_batch_statistics: whether a step split into micro-batches may
 // run an op that computes statistics over its batch (batch_norm).
 inline const std::vector<std::string> kMicroBatchStatistics = {"allow", "refuse"};
+// train.recompute: whether the plan may recompute ops left `auto`.
+inline const std::vector<std::string> kTrainRecompute = {"auto", "never"};
 inline const std::vector<std::string> kPipeline = {"schedule", "micro_batches"};
 // Every optimizer key; each type accepts a subset (optimizer_keys).
 inline const std::vector<std::string> kOptimizer = {"type",  "learning_rate", "momentum", "weight_decay",

@@ -144,6 +144,7 @@ TrainConfig read_train(const YamlSource& src, const YAML::Node& node) {
   train.stop_on_nonfinite = map.get_bool("stop_on_nonfinite", train.stop_on_nonfinite);
   train.refuse_micro_batch_statistics =
       map.get_choice("micro_batch_statistics", "allow", config_keys::kMicroBatchStatistics) == "refuse";
+  train.recompute_auto = map.get_choice("recompute", "auto", config_keys::kTrainRecompute) == "auto";
   if (map.has("optimizer")) train.optimizer = read_optimizer(src, map.value("optimizer"));
   if (map.has("pipeline")) {
     MapReader pipe(src, map.value("pipeline"), section("train.pipeline"), config_keys::kPipeline);

@@ -10,6 +10,7 @@
 #include "coordinator/plan/placement_dot.h"
 #include "coordinator/plan/plan_report.h"
 #include "coordinator/plan/recompute_plan.h"
+#include "coordinator/util/json_writer.h"
 #include "coordinator/plan/round_trips_report.h"
 #include "coordinator/plan/split_verdict.h"
 #include "coordinator/plan/step_costs.h"
@@ -70,20 +71,22 @@ int run_plan(const Config& config, const PlanOptions& options) {
   const JobPlan plan(config, options.run, std::move(graph), shape);
   const Partition& partition = plan.partition;
   const JobMemory& memory = plan.memory;
-  PlanReportInfo info{config.path, training ? "train" : "predict", &partition};
+  PlanReportInfo info{config.path, training ? "train" : "predict", &partition, &plan.recomputes};
   const RoundTrips trips = find_round_trips(plan.graph, plan.program, config.placed_by_user());
   if (options.json) {
     // The planner's account and the round trips join the plan's object.
     std::string json = memory_plan_json(info, memory, plan.graph);
     json = json.substr(0, json.size() - 1) +
            ",\"round_trips\":" + round_trips_json(trips, plan.graph, memory.split.requested) +
-           ",\"recomputes\":" + recomputes_json(plan.recomputes, plan.graph) + "}";
+           ",\"recomputes\":" + recomputes_json(plan.recomputes, plan.graph) +
+           ",\"recompute_verdict\":" + JsonObject::quote(plan.recompute_verdict) + "}";
     if (options.auto_plan)
       json = json.substr(0, json.size() - 1) + ",\"auto_placement\":" + auto_placement_json(*options.auto_plan) + "}";
     std::cout << json << "\n";
   } else {
     if (options.auto_plan) print_auto_placement(*options.auto_plan, config, std::cout);
     for (const std::string& line : describe_recomputes(plan.recomputes, plan.graph)) std::cout << line << "\n";
+    if (!plan.recompute_verdict.empty()) std::cout << plan.recompute_verdict << "\n";
     print_memory_plan(info, memory, plan.graph, std::cout);
     if (!trips.ops.empty()) std::cout << "\n";
     print_round_trips(trips, plan.graph, memory.split.requested, "", std::cout);

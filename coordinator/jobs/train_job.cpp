@@ -303,6 +303,8 @@ class Trainer {
     if (first) {
       for (const std::string& d : describe_recomputes(session.plan().recomputes, session.plan().graph))
         std::cerr << "devmap: memory: " << d << "\n";
+      if (!session.plan().recompute_verdict.empty())
+        std::cerr << "devmap: memory: " << session.plan().recompute_verdict << "\n";
       for (const std::string& d : memory.decisions) std::cerr << "devmap: memory: " << d << "\n";
       for (const std::string& d : memory.micro_batch_statistics) std::cerr << "devmap: " << d << "\n";
       for (const std::string& line : describe_auto_choice(memory, config_.path))

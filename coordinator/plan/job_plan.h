@@ -45,6 +45,10 @@ class JobPlan {
   // The ops the plan recomputes (coordinator/plan/recompute_plan.h), chosen
   // before the program is built: graph's Node::recomputed.
   std::vector<RecomputePick> recomputes;
+  // When recomputation alone cannot fit the step: which of it with
+  // micro-batches and micro-batches alone the plan took, by predicted step
+  // time, and the two times. Empty otherwise.
+  std::string recompute_verdict;
   const Graph graph;
   const Program program;
   const Partition partition;

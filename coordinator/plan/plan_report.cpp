@@ -57,6 +57,38 @@ void print_pipeline(const JobMemory& m, const Graph& graph, const Partition& par
   }
 }
 
+// What the device keeps across the passes, what its buffers save by
+// sharing, and what it recomputes: the bytes each saves, the time each
+// costs.
+void print_memory_levers(const DeviceMemoryPlan& d, const std::vector<RecomputePick>* recomputes, const Graph& graph,
+                         std::ostream& os) {
+  if (d.kept_buffers > 0)
+    os << "  kept for the backward pass: " << d.kept_buffers << " activation" << (d.kept_buffers == 1 ? "" : "s")
+       << ", " << format_bytes(d.kept_activations) << " alive from their forward to their backward\n";
+  const uint64_t unshared = d.unshared_tensors();
+  if (unshared > d.arena)
+    os << "  shared by lifetime: saves " << format_bytes(unshared - d.arena) << " (" << format_bytes(unshared)
+       << " of buffers in a " << format_bytes(d.arena) << " arena), costs no time\n";
+  int count = 0;
+  int64_t saved = 0;
+  double seconds = 0;
+  std::string names;
+  for (const RecomputePick& p : recomputes ? *recomputes : std::vector<RecomputePick>{}) {
+    if (p.device != d.device) continue;
+    ++count;
+    saved += p.saved_bytes;
+    seconds += p.seconds;
+    names += (names.empty() ? "" : ", ") + graph.node(p.node).name;
+  }
+  if (count == 0) return;
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.2f ms", seconds * 1e3);
+  os << "  recomputed: " << count << " op" << (count == 1 ? "" : "s") << " (" << names << "): "
+     << (saved >= 0 ? "saves " + format_bytes(static_cast<uint64_t>(saved))
+                    : "costs " + format_bytes(static_cast<uint64_t>(-saved)) + " more")
+     << ", adds " << ms << " a step\n";
+}
+
 }  // namespace
 
 void print_memory_plan(const PlanReportInfo& info, const JobMemory& m, const Graph& graph, std::ostream& os) {
@@ -79,6 +111,7 @@ void print_memory_plan(const PlanReportInfo& info, const JobMemory& m, const Gra
     os << "  tensor arena (buffers share memory by lifetime): " << cell(d.arena) << " planned, "
        << cell(d.unshared_tensors()) << " unshared, lower bound " << cell(d.arena_lower_bound)
        << " (the most alive at once)\n";
+    print_memory_levers(d, info.recomputes, graph, os);
     os << "  (one workspace buffer, as large as the largest op's: " << cell(d.workspace) << ")\n";
     os << "  transport slots it writes: " << cell(d.transport) << "\n";
     if (d.library) os << "  cuBLAS workspace, fixed: " << cell(d.library) << "\n";
@@ -129,6 +162,7 @@ std::string memory_plan_json(const PlanReportInfo& info, const JobMemory& m, con
     dj.add("activation_grads_bytes", i64(d.activation_grads)).add("staging_bytes", i64(d.staging));
     dj.add("arena_bytes", i64(d.arena)).add("arena_unshared_bytes", i64(d.unshared_tensors()));
     dj.add("arena_lower_bound_bytes", i64(d.arena_lower_bound));
+    dj.add("kept_activations_bytes", i64(d.kept_activations)).add("kept_activations", d.kept_buffers);
     dj.add("workspace_bytes", i64(d.workspace)).add("transport_bytes", i64(d.transport));
     dj.add("library_bytes", i64(d.library));
     std::string ops = "[";

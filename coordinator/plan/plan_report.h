@@ -6,6 +6,7 @@
 #include <string>
 
 #include "coordinator/plan/job_memory.h"
+#include "core/plan/recompute_choice.h"
 
 namespace devmap {
 
@@ -13,6 +14,9 @@ struct PlanReportInfo {
   std::string config_path;
   std::string job;                       // "train" or "predict"
   const Partition* partition = nullptr;  // for the pipeline schedule
+  // The ops the plan recomputes (JobPlan::recomputes), for each device's
+  // account of what it keeps, shares and recomputes. Null: none.
+  const std::vector<RecomputePick>* recomputes = nullptr;
 };
 
 void print_memory_plan(const PlanReportInfo& info, const JobMemory& memory, const Graph& graph, std::ostream& os);

@@ -31,6 +31,7 @@ std::vector<RecomputePick> plan_recomputes(const Config& config, const RunOption
     if (!costs) costs = plan_costs(config, options, graph);
     return costs->costs.op(node, graph.node(node).device, batch).forward;
   };
+  request.choose = config.train.recompute_auto;
   return choose_recomputes(graph, request);
 }
 

@@ -106,6 +106,8 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch) {
     const auto sets = static_cast<uint64_t>(dev.sets);
     d.arena = arena.bytes * sets;
     d.arena_lower_bound = arena.lower_bound * sets;
+    d.kept_activations = arena.kept * sets;
+    d.kept_buffers = arena.kept_buffers * dev.sets;
     for (const TensorAllocation& a : arena.allocations) {
       const uint64_t b = a.bytes * sets;
       OpMemory& o = op(a.node);

@@ -57,6 +57,10 @@ struct DeviceMemoryPlan {
   // the device allocates for them. arena_lower_bound: the most bytes alive
   // at once (per set, times the sets), which no placement can go below.
   uint64_t arena = 0, arena_lower_bound = 0;
+  // Of those buffers, the activations kept from the forward pass for the
+  // backward one (TensorArena::kept), over all buffer sets, and how many.
+  uint64_t kept_activations = 0;
+  int kept_buffers = 0;
   uint64_t workspace = 0;  // the largest op workspace: one buffer shared by all kernels
   uint64_t transport = 0;  // slot rings of the cut edges it writes (CPU workers)
   uint64_t library = 0;    // its math libraries' fixed workspace (cuBLAS on a GPU: library_workspace_bytes)

@@ -76,7 +76,7 @@ std::vector<RecomputePick> choose_recomputes(Graph& g, const RecomputeRequest& r
     for (RecomputePick& p : picks) p.saved_bytes = device_total(unpinned, p.device) - device_total(plan, p.device);
   }
   std::vector<bool> tried(static_cast<size_t>(g.size()), false);
-  for (;;) {
+  while (request.choose) {
     const DeviceMemoryPlan* over = nullptr;
     for (const DeviceMemoryPlan& d : plan.devices)
       if (!d.fits()) {

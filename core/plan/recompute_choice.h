@@ -35,6 +35,10 @@ struct RecomputeRequest {
   std::function<MemoryPlan(const Graph&)> plan;
   // Seconds of one forward of op `node` on its device at the step's batch.
   std::function<double(int node)> forward_seconds;
+  // false: only the ops pinned `recompute: always` (with the inputs they
+  // need recomputed); the plan chooses none of its own (train.recompute:
+  // never).
+  bool choose = true;
 };
 
 // Sets Node::recomputed in `graph` (placed; training) and returns the

@@ -88,6 +88,10 @@ TensorArena tensor_arena(const TensorAllocationInputs& in, int64_t batch) {
     a.first = whole_step ? 0 : life.first[i];
     a.last = whole_step ? step_end : life.last[i];
     arena.unshared += a.bytes;
+    if (a.kind == TensorAllocation::Kind::kActivation && a.first < forward_count && a.last >= forward_count) {
+      arena.kept += a.bytes;
+      ++arena.kept_buffers;
+    }
     buffers.push_back(ArenaBuffer{a.bytes, a.first, a.last});
     arena.allocations.push_back(a);
     if (recomputed[i] && !staged && life.again_first[i] >= 0) {

@@ -56,6 +56,11 @@ struct TensorArena {
   uint64_t bytes = 0;                         // one buffer set's arena
   uint64_t unshared = 0;                      // the buffers' bytes summed: the arena if none shared
   uint64_t lower_bound = 0;                   // the most bytes alive at one position
+  // Activations kept across the gap between the passes: written in the
+  // forward pass and read in the backward one (a recomputed output's
+  // forward buffer is not; staging buffers are not counted).
+  uint64_t kept = 0;
+  int kept_buffers = 0;
 };
 
 struct TensorAllocationInputs {

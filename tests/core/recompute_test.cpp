@@ -65,6 +65,26 @@ TEST(Recompute, ARecomputedOutputLivesInTwoBuffersNeitherAcrossTheGap) {
       EXPECT_GT(a.last, forward_count) << "kept for the backward pass";
     }
   EXPECT_LT(after.lower_bound, before.lower_bound);
+  // Kept: the activations alive across the gap, counted by their lifetimes;
+  // relu1 is among them only without its recompute.
+  auto kept_of = [&](const TensorArena& arena) {
+    uint64_t bytes = 0;
+    int count = 0;
+    bool relu1_kept = false;
+    for (const TensorAllocation& a : arena.allocations)
+      if (a.kind == TensorAllocation::Kind::kActivation && a.first < forward_count && a.last >= forward_count) {
+        bytes += a.bytes;
+        ++count;
+        relu1_kept = relu1_kept || a.tensor == relu1;
+      }
+    EXPECT_EQ(arena.kept, bytes);
+    EXPECT_EQ(arena.kept_buffers, count);
+    return relu1_kept;
+  };
+  EXPECT_TRUE(kept_of(before));
+  EXPECT_FALSE(kept_of(after));
+  EXPECT_GT(before.kept_buffers, 0);
+  EXPECT_LT(after.kept, before.kept);
 }
 
 TEST(Recompute, NotAcrossDevicesNorOfWhatTheCoordinatorFeedsNorOfLosses) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 
 #include "tests/support/metrics.h"
 #include "tests/support/run_process.h"
@@ -78,6 +79,88 @@ TEST(ResnetRecompute, PinsErrorsAndMicroBatchesBeyondWhatRecomputationSaves) {
   ASSERT_EQ(tight.exit_code, 0) << tight.err;
   EXPECT_NE(tight.out.find("cpu:0: recomputes relu1 (with bn1): saves"), std::string::npos) << tight.out;
   EXPECT_NE(tight.out.find("> 20.00 MiB limit; running 2 micro-batches of 8"), std::string::npos) << tight.out;
+}
+
+// `coordinator plan` of the ResNet with `sets` (and `flags`).
+ProcessResult plan_of(const TempDir& dir, const std::vector<std::string>& sets,
+                      const std::vector<std::string>& flags = {}) {
+  // No calibration file and no worker program to measure the FMA peak: every
+  // cost is the fixed FLOPs estimate, the same on every machine.
+  std::vector<std::string> args = {
+      DEVMAP_COORDINATOR_BIN, "plan", kConfig, "--calibration", dir.path() + "/none.tsv", "--worker-dir",
+      dir.path() + "/none"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  for (const std::string& s : sets) args.insert(args.end(), {"--set", s});
+  return run_process(args, dir.path(), {"TMPDIR=" + dir.path()});
+}
+
+// Each device's account: what it keeps across the passes, what sharing by
+// lifetime saves, what it recomputes (bytes saved, time added), and the
+// same figures in --json.
+TEST(ResnetRecompute, ThePlanAccountsForWhatIsKeptSharedAndRecomputed) {
+  TempDir dir;
+  const ProcessResult text = plan_of(dir, {"train.batch_size=16", "devices.cpu:0.memory_limit=22MiB"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* line : {"  kept for the backward pass: ", "  shared by lifetime: saves ",
+                           "  recomputed: ", " ops (relu1, l1b1_relu1, "})
+    EXPECT_NE(text.out.find(line), std::string::npos) << line << "\n" << text.out;
+  const ProcessResult json = plan_of(dir, {"train.batch_size=16", "devices.cpu:0.memory_limit=22MiB"}, {"--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const int64_t kept = std::stoll(json_field(json.out, "kept_activations_bytes"));
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(kept, std::stoll(json_field(json.out, "activations_bytes")));
+  EXPECT_GT(std::stoll(json_field(json.out, "kept_activations")), 0);
+  // Unconstrained, nothing is recomputed and more is kept.
+  const ProcessResult free = plan_of(dir, {"train.batch_size=16"});
+  ASSERT_EQ(free.exit_code, 0) << free.err;
+  EXPECT_EQ(free.out.find("  recomputed: "), std::string::npos) << free.out;
+}
+
+// When recomputation cannot spare the step its micro-batches, the plan
+// builds both plans (recomputation with micro-batches, micro-batches alone)
+// and takes the one it predicts faster, saying so with both times.
+TEST(ResnetRecompute, BeyondWhatRecomputationSavesThePlanTakesTheFasterOfItAndMicroBatchesAlone) {
+  TempDir dir;
+  const std::regex verdict(
+      "recomputation does not spare the step its micro-batches[^:]*: ([0-9.]+) ms a step predicted with "
+      "micro-batches alone \\(([^)]*)\\), ([0-9.]+) ms with recomputation");
+  int seen_each[2] = {0, 0};
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{"train.batch_size=16", "devices.cpu:0.memory_limit=20MiB"},
+        std::vector<std::string>{"devices.cpu:0.memory_limit=60MiB"}}) {
+    const ProcessResult plan = plan_of(dir, sets);
+    ASSERT_EQ(plan.exit_code, 0) << plan.err;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(plan.out, m, verdict)) << plan.out;
+    const bool recompute_faster = std::stod(m[3]) <= std::stod(m[1]);
+    ++seen_each[recompute_faster ? 1 : 0];
+    EXPECT_EQ(plan.out.find("  recomputed: ") != std::string::npos, recompute_faster) << plan.out;
+    if (!recompute_faster) {
+      EXPECT_NE(plan.out.find("run as " + m[2].str()), std::string::npos) << "the micro-batches alone run\n"
+                                                                          << plan.out;
+    }
+  }
+  EXPECT_EQ(seen_each[0], 1) << "one case where micro-batches alone are predicted faster";
+  EXPECT_EQ(seen_each[1], 1) << "one where recomputation keeps the micro-batches fewer";
+}
+
+// train.recompute: never leaves the choice to micro-batches (ops pinned
+// `always` still are recomputed); an unknown value is an error at its line.
+TEST(ResnetRecompute, TrainRecomputeNeverRecomputesOnlyThePinned) {
+  TempDir dir;
+  const ProcessResult never =
+      plan_of(dir, {"train.batch_size=16", "devices.cpu:0.memory_limit=22MiB", "train.recompute=never"});
+  ASSERT_EQ(never.exit_code, 0) << never.err;
+  EXPECT_EQ(never.out.find("recomputes"), std::string::npos) << never.out;
+  EXPECT_NE(never.out.find("> 22.00 MiB limit; running"), std::string::npos) << never.out;
+  const ProcessResult pinned = plan_of(dir, {"train.batch_size=16", "devices.cpu:0.memory_limit=22MiB",
+                                             "train.recompute=never", "model.ops.relu1.recompute=always"});
+  ASSERT_EQ(pinned.exit_code, 0) << pinned.err;
+  EXPECT_NE(pinned.out.find("cpu:0: recomputes relu1 (with bn1) (recompute: always)"), std::string::npos) << pinned.out;
+  EXPECT_EQ(pinned.out.find("recomputes l1b1_relu1"), std::string::npos) << pinned.out;
+  const ProcessResult typo = plan_of(dir, {"train.recompute=sometimes"});
+  EXPECT_EQ(typo.exit_code, 2) << typo.err;
+  EXPECT_NE(typo.err.find("must be one of"), std::string::npos) << typo.err;
 }
 
 }  // namespace
