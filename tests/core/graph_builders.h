@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "core/graph/graph.h"
+#include "core/plan/memory_plan.h"
+#include "core/plan/partition.h"
+#include "core/plan/program.h"
 
 namespace devmap {
 
@@ -83,6 +86,22 @@ inline Graph residual_blocks() {
   g.add(make("loss", "softmax_cross_entropy", {18, 1}));
   g.infer();
   return g;
+}
+
+// The memory plan of `g`'s training program at `batch`, every device at
+// `limit` (0: none) with `optimizer_states` state tensors a parameter, the
+// graph's image and label fed by the coordinator.
+inline MemoryPlan training_memory_plan(const Graph& g, int64_t batch, uint64_t limit, int optimizer_states) {
+  const Program p = build_training_program(g);
+  const Partition part = partition_program(g, p);
+  PlanInputs in;
+  in.graph = &g;
+  in.program = &p;
+  in.partition = &part;
+  for (const std::string& d : part.devices) in.devices.push_back(PlanDevice{d, limit, true, nullptr});
+  in.optimizer_states = optimizer_states;
+  in.external = {g.find("image"), g.find("label")};
+  return plan_memory(in, batch);
 }
 
 }  // namespace devmap

@@ -13,16 +13,7 @@ namespace {
 constexpr int64_t kBatch = 32;
 
 MemoryPlan plan_of(const Graph& g, uint64_t limit) {
-  const Program p = build_training_program(g);
-  const Partition part = partition_program(g, p);
-  PlanInputs in;
-  in.graph = &g;
-  in.program = &p;
-  in.partition = &part;
-  for (const std::string& d : part.devices) in.devices.push_back(PlanDevice{d, limit, true, nullptr});
-  in.optimizer_states = 1;
-  in.external = {g.find("image"), g.find("label")};
-  return plan_memory(in, kBatch);
+  return training_memory_plan(g, kBatch, limit, 1);
 }
 
 // Forward seconds: a convolution costs 100 times a cheap op.
