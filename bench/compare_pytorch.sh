@@ -15,7 +15,9 @@
 #
 # The peers: Debian's PyTorch (python3-torch, /usr/bin/python3); with
 # --newest auto (the default) also the newest PyTorch (PyPI's own wheel, with
-# its CUDA libraries, about 5 GiB, run on the CPU), the newest tensorflow-cpu
+# its CUDA libraries, about 5 GiB, run on the CPU), eager and through
+# torch.compile (Inductor; its compilation in warm-up steps or a first batch,
+# outside the timing), the newest tensorflow-cpu
 # (bench/tensorflow_bench.py: Keras layers in a tf.function step) and ONNX
 # Runtime (prediction, through an ONNX export of the same weights), installed
 # into bench/.venv (git-ignored; DEVMAP_BENCH_VENV: another venv) when missing;
@@ -58,7 +60,7 @@ new_torch=${peer_version[torch]} new_tf=${peer_version[tensorflow]} new_ort=${pe
 sys_torch=$($sys_py -c 'import torch; print(torch.__version__)')
 {
   bench_machine
-  echo "peers: PyTorch $sys_torch (Debian)${new_torch:+, PyTorch $new_torch (PyPI)}${new_tf:+, TensorFlow $new_tf (tensorflow-cpu, PyPI)}${new_ort:+, ONNX Runtime $new_ort (PyPI)}"
+  echo "peers: PyTorch $sys_torch (Debian)${new_torch:+, PyTorch $new_torch (PyPI; eager and torch.compile)}${new_tf:+, TensorFlow $new_tf (tensorflow-cpu, PyPI)}${new_ort:+, ONNX Runtime $new_ort (PyPI)}"
   echo "timed: training, a batch in memory to the updated weights (median step, after 5 warm-up steps);"
   echo "       prediction, the 10000 test images in memory to labels at batch 1000"
 }
@@ -78,16 +80,16 @@ devmap_train() {  # config threads tag extra-args... -> metrics file $out/$tag.j
     --set train.epochs=1 --set data.test_limit=100 --set "devices.cpu:0.threads=$t" \
     --set train.checkpoint="$out/$tag.safetensors" "$@" 2>"$out/$tag.log" || { cat "$out/$tag.log" >&2; exit 1; }
 }
-torch_train() {  # python model threads steps -> images/s
-  "$1" "$root/bench/pytorch_train.py" --model "$2" --threads "$3" --steps "$4" |
+torch_train() {  # python model threads steps [--compile] -> images/s
+  "$1" "$root/bench/pytorch_train.py" --model "$2" --threads "$3" --steps "$4" "${@:5}" |
     sed -n 's/.*median_images\/s=\([0-9.]*\).*/\1/p'
 }
 tf_train() {  # model threads steps -> images/s
   "$venv/bin/python" "$root/bench/tensorflow_bench.py" train --model "$1" --threads "$2" --steps "$3" |
     sed -n 's/.*median_images\/s=\([0-9.]*\).*/\1/p'
 }
-predict_rate() {  # python mode model threads -> images/s
-  "$1" "$root/bench/pytorch_predict.py" "$2" "$3" --threads "$4" --batch 1000 | sed -n 's/.*images\/s=\([0-9.]*\).*/\1/p'
+predict_rate() {  # python mode model threads [--compile] -> images/s
+  "$1" "$root/bench/pytorch_predict.py" "$2" "$3" --threads "$4" --batch 1000 "${@:5}" | sed -n 's/.*images\/s=\([0-9.]*\).*/\1/p'
 }
 
 for t in $threads; do
@@ -103,6 +105,7 @@ for t in $threads; do
     done
     record "$t" cnn "torch $sys_torch" "$(torch_train $sys_py cnn "$t" "$steps")"
     [[ -n $new_torch ]] && record "$t" cnn "torch $new_torch" "$(torch_train "$venv/bin/python" cnn "$t" "$steps")"
+    [[ -n $new_torch ]] && record "$t" cnn "torch.compile $new_torch" "$(torch_train "$venv/bin/python" cnn "$t" "$steps" --compile)"
     [[ -n $new_tf ]] && record "$t" cnn "tensorflow $new_tf" "$(tf_train cnn "$t" "$steps")"
     # MLP training: every step logged, for step_ms and compute_ms.
     devmap_train fashion_mnist_mlp.yaml "$t" "mlp-$t-$i" --set train.max_steps="$mlp_steps" --log-every 1
@@ -118,6 +121,7 @@ print(f"{sys.argv[2]}\tmlp_step_ms\tdevmap\t{step}\n{sys.argv[2]}\tmlp_compute_m
 PY
     record "$t" mlp "torch $sys_torch" "$(torch_train $sys_py mlp "$t" "$mlp_steps")"
     [[ -n $new_torch ]] && record "$t" mlp "torch $new_torch" "$(torch_train "$venv/bin/python" mlp "$t" "$mlp_steps")"
+    [[ -n $new_torch ]] && record "$t" mlp "torch.compile $new_torch" "$(torch_train "$venv/bin/python" mlp "$t" "$mlp_steps" --compile)"
     [[ -n $new_tf ]] && record "$t" mlp "tensorflow $new_tf" "$(tf_train mlp "$t" "$mlp_steps")"
     # Prediction of the test set with the weights of this run's CNN.
     w="$out/cnn-$t-$i.safetensors"
@@ -130,6 +134,7 @@ PY
     done
     record "$t" predict "torch $sys_torch" "$(predict_rate $sys_py torch "$w" "$t")"
     [[ -n $new_torch ]] && record "$t" predict "torch $new_torch" "$(predict_rate "$venv/bin/python" torch "$w" "$t")"
+    [[ -n $new_torch ]] && record "$t" predict "torch.compile $new_torch" "$(predict_rate "$venv/bin/python" torch "$w" "$t" --compile)"
     [[ -n $new_tf ]] && record "$t" predict "tensorflow $new_tf" "$("$venv/bin/python" "$root/bench/tensorflow_bench.py" predict "$w" --threads "$t" | sed -n 's/.*images\/s=\([0-9.]*\).*/\1/p')"
     if [[ -n $new_ort ]]; then
       $sys_py "$root/bench/pytorch_predict.py" export "$w" "$out/cnn.onnx" 2>/dev/null ||

@@ -8,8 +8,9 @@ tests/python/torch_equivalence.py) or the ResNet of
 configs/fashion_mnist_resnet.yaml (--model resnet,
 tests/python/torch_equivalence_resnet.py; eval mode: running statistics).
 
-  pytorch_predict.py torch WEIGHTS [--model cnn|resnet] [--threads N] [--batch B] [--labels FILE]
-                                                                images/s of PyTorch
+  pytorch_predict.py torch WEIGHTS [--model cnn|resnet] [--threads N] [--batch B] [--labels FILE] [--compile]
+                                                                images/s of PyTorch (--compile: through
+                                                                torch.compile, compiled on one batch first)
   pytorch_predict.py export WEIGHTS ONNX_FILE [--model cnn|resnet]
                                                                 writes an ONNX export of the model
   pytorch_predict.py ort ONNX_FILE [--threads N] [--batch B] [--labels FILE]
@@ -75,6 +76,7 @@ def main():
     ap.add_argument("--model", dest="model_kind", choices=["cnn", "resnet"], default="cnn",
                     help="(torch, export) the model")
     ap.add_argument("--labels", help="(torch, ort) write the labels here, one per line")
+    ap.add_argument("--compile", action="store_true", help="(torch) run the model through torch.compile")
     a = ap.parse_args()
     if a.mode == "export":
         require("torch")
@@ -88,9 +90,12 @@ def main():
         import torch
         torch.set_num_threads(a.threads)
         net = torch_model(a.model, a.model_kind)
+        run = torch.compile(net) if a.compile else net
         with torch.no_grad():
-            secs, crc = timed(lambda b: net(torch.from_numpy(b)).argmax(1).numpy(), x, a.batch, a.labels)
-        name, version = "pytorch", torch.__version__
+            if a.compile:  # compiled outside the timing, for the batch size the loop runs
+                run(torch.from_numpy(x[:a.batch]))
+            secs, crc = timed(lambda b: run(torch.from_numpy(b)).argmax(1).numpy(), x, a.batch, a.labels)
+        name, version = ("torch.compile" if a.compile else "pytorch"), torch.__version__
     else:
         require("onnxruntime")
         import onnxruntime as ort

@@ -28,7 +28,7 @@ matches devmap's config and kernels:
   evaluates after every epoch too).
 
   pytorch_resnet.py [--seed S] [--epochs 5] [--threads N] [--steps N] [--train-limit N]
-                    [--test-limit N] [--batch 128] [--lr 0.1] [--warmup 200] [--lr-log FILE]
+                    [--test-limit N] [--batch 128] [--lr 0.1] [--warmup 200] [--lr-log FILE] [--compile]
 
 Prints one line: "pytorch <version> resnet threads=... steps=...
 median_step_ms=... median_images/s=... wall_s=... test_accuracy_per_epoch=a,b,..
@@ -79,6 +79,8 @@ def main():
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--lr-log", help="write every update's learning rate here")
+    ap.add_argument("--compile", action="store_true",
+                    help="train through torch.compile (compiled in the first steps, which the median leaves out)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -90,6 +92,7 @@ def main():
         ap.error(f"--warmup {a.warmup} leaves none of the run's {total} updates for the cosine")
 
     net = ResNet()
+    run = torch.compile(net) if a.compile else net
     opt = torch.optim.SGD(net.parameters(), lr=a.lr, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY)
     # LambdaLR's step k sets the rate of update k + 1.
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: rate_factor(k + 1, a.warmup, total))
@@ -113,7 +116,7 @@ def main():
             idx = perm[i:i + a.batch]
             rates.append(opt.param_groups[0]["lr"])
             opt.zero_grad()
-            loss = loss_fn(net(xtr[idx]), ytr[idx])
+            loss = loss_fn(run(xtr[idx]), ytr[idx])
             loss.backward()
             opt.step()
             sched.step()
@@ -130,7 +133,8 @@ def main():
         with open(a.lr_log, "w") as f:
             f.writelines(f"{r!r}\n" for r in rates)
     med = statistics.median(step_times[5:] or step_times)
-    print(f"pytorch {torch.__version__} resnet threads={a.threads} steps={step} "
+    runtime = "torch.compile" if a.compile else "pytorch"
+    print(f"{runtime} {torch.__version__} resnet threads={a.threads} steps={step} compile_s={step_times[0]:.1f} "
           f"median_step_ms={med * 1e3:.2f} median_images/s={a.batch / med:.0f} wall_s={wall:.1f} "
           f"test_accuracy_per_epoch={','.join(f'{x:.4f}' for x in accuracies)} test_accuracy={accuracies[-1]:.4f}")
 

@@ -51,18 +51,19 @@ new_torch=${peer_version[torch]} new_tf=${peer_version[tensorflow]}
 sys_torch=$($sys_py -c 'import torch; print(torch.__version__)')
 {
   bench_machine
-  echo "peers: PyTorch $sys_torch (Debian)${new_torch:+, PyTorch $new_torch (PyPI)}${new_tf:+, TensorFlow $new_tf (tensorflow-cpu, PyPI)}"
+  echo "peers: PyTorch $sys_torch (Debian)${new_torch:+, PyTorch $new_torch (PyPI; eager and torch.compile)}${new_tf:+, TensorFlow $new_tf (tensorflow-cpu, PyPI)}"
   echo "timed: training, a batch of 128 in memory to the updated weights (median step of $steps, after 5 warm-up steps);"
   echo "       prediction, the 10000 test images in memory to labels at batch $predict_batch"
 }
 
 images_per_s() { sed -n 's/.*images\/s=\([0-9.]*\).*/\1/p'; }  # a peer's result line -> images/s
-torch_train() {  # python threads -> images/s
-  "$1" "$root/bench/pytorch_resnet.py" --threads "$2" --steps "$steps" --warmup "$warmup" --test-limit 100 | images_per_s
+torch_train() {  # python threads [--compile] -> images/s
+  "$1" "$root/bench/pytorch_resnet.py" --threads "$2" --steps "$steps" --warmup "$warmup" --test-limit 100 "${@:3}" |
+    images_per_s
 }
-torch_predict() {  # python threads tag -> images/s; labels in $out/labels-TAG.txt
+torch_predict() {  # python threads tag [--compile] -> images/s; labels in $out/labels-TAG.txt
   "$1" "$root/bench/pytorch_predict.py" torch "$w" --model resnet --threads "$2" --batch "$predict_batch" \
-    --labels "$out/labels-$3.txt" | images_per_s
+    --labels "$out/labels-$3.txt" "${@:4}" | images_per_s
 }
 # How many labels of $out/labels-TAG.txt equal devmap's (the CSV's second column).
 same_labels() {
@@ -86,6 +87,7 @@ for t in $threads; do
     record "$t" train devmap "$(metric "$out/train-$t-$i.jsonl" epoch median_images_per_s)"
     record "$t" train "PyTorch $sys_torch" "$(torch_train $sys_py "$t")"
     [[ -n $new_torch ]] && record "$t" train "PyTorch $new_torch" "$(torch_train "$venv/bin/python" "$t")"
+    [[ -n $new_torch ]] && record "$t" train "torch.compile $new_torch" "$(torch_train "$venv/bin/python" "$t" --compile)"
     [[ -n $new_tf ]] && record "$t" train "TensorFlow $new_tf" "$("$venv/bin/python" "$root/bench/tensorflow_bench.py" \
       train --model resnet --threads "$t" --steps "$steps" --warmup "$warmup" | images_per_s)"
     # Prediction with the weights devmap just trained.
@@ -98,6 +100,8 @@ for t in $threads; do
     if [[ -n $new_torch ]]; then
       record "$t" predict "PyTorch $new_torch" "$(torch_predict "$venv/bin/python" "$t" new)"
       record "$t" same_labels "PyTorch $new_torch" "$(same_labels new)"
+      record "$t" predict "torch.compile $new_torch" "$(torch_predict "$venv/bin/python" "$t" compiled --compile)"
+      record "$t" same_labels "torch.compile $new_torch" "$(same_labels compiled)"
     fi
     if [[ -n $new_tf ]]; then
       record "$t" predict "TensorFlow $new_tf" "$("$venv/bin/python" "$root/bench/tensorflow_bench.py" predict "$w" \
