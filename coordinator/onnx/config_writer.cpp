@@ -68,8 +68,9 @@ std::string config_yaml(const ImportedModel& model, const ConfigText& text) {
     << "# model.ops, with a labels op, a loss and an accuracy on its class scores\n"
     << "# (" << logits.name << "), and its weights as train.init_weights. Put your data in `data`\n"
     << "# (Fashion-MNIST stands in), set `train`, place the ops on your devices\n"
-    << "# (devices, device_map), then: devmap train THIS_FILE. docs/CONFIG.md has every key.\n\n"
-    << "job: train\n\nmodel:\n  ops:\n";
+    << "# (devices, device_map), then: devmap train THIS_FILE. docs/CONFIG.md has every key.\n";
+  for (const std::string& note : model.layout_notes) y << "# Layout: " << note << "\n";
+  y << "\njob: train\n\nmodel:\n  ops:\n";
   for (const Node& n : g.nodes()) y << op_line(n, g);
   y << "    - {name: " << label << ", op: labels, classes: " << logits.out_shape.numel() << "}\n"
     << "    - {name: " << loss << ", op: softmax_cross_entropy, inputs: [" << logits.name << ", " << label << "]}\n"

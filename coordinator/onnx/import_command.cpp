@@ -46,8 +46,9 @@ int run_import(const ImportCommand& command, std::ostream& out) {
   for (const auto& [name, t] : model.weights) values += t.numel();
   out << "imported " << command.model_path << " (" << (model.producer.empty() ? "?" : model.producer) << ", opset "
       << model.opset << "): " << proto.graph().node_size() << " ONNX nodes as " << model.graph.size()
-      << " devmap ops (the input included), " << model.weights.size() << " weight tensors (" << values << " values)\n"
-      << "wrote " << config.string() << " and " << weights.string() << "\n"
+      << " devmap ops (the input included), " << model.weights.size() << " weight tensors (" << values << " values)\n";
+  for (const std::string& note : model.layout_notes) out << "layout: " << note << "\n";
+  out << "wrote " << config.string() << " and " << weights.string() << "\n"
       << "next: fill in its data and train sections, then " << command_name() << " train " << config.string() << "\n";
   return 0;
 }

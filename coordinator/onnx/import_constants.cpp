@@ -147,8 +147,9 @@ void import_transpose(Importer& im, const onnx::NodeProto& n) {
   const HostTensor* c = im.constant(Importer::input(n, 0));
   if (!c)
     return im.unsupported(n,
-                          "needs a transpose of data, which devmap has not (a model from tf2onnx: convert it "
-                          "with --inputs-as-nchw so that it takes NCHW images)");
+                          "needs a transpose of data, which devmap has not (import folds tf2onnx's NHWC layout "
+                          "only as an NHWC input's Transpose (0, 3, 1, 2) and a Transpose (0, 2, 3, 1) right before "
+                          "a Flatten into a MatMul or Gemm: docs/ONNX.md)");
   const size_t rank = c->dims.size();
   Dims perm = Importer::attr_ints(n, "perm", {});
   if (perm.empty())

@@ -1,6 +1,7 @@
 #include "coordinator/onnx/onnx_import.h"
 
 #include "coordinator/onnx/import_state.h"
+#include "coordinator/onnx/layout_pass.h"
 #include "core/base/error.h"
 
 namespace devmap::onnx_io {
@@ -29,8 +30,10 @@ std::string need_for(const std::string& op_type) {
 
 }  // namespace
 
-ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& options) {
+ImportedModel import_model(const onnx::ModelProto& original, const ImportOptions& options) {
   ImportedModel out;
+  onnx::ModelProto model = original;
+  out.layout_notes = fold_nhwc_layout(model);
   Importer im(model, options, out);
   if (out.opset < kMinOpset || out.opset > kMaxOpset)
     out.unsupported.push_back({"(model)", "opset",

@@ -39,11 +39,15 @@ struct ImportedModel {
   std::vector<int> output_nodes;                       // ...the ops computing them (-1: a constant output)
   std::map<std::string, HostTensor> output_constants;  // the outputs folded to constants, by ONNX name
   std::vector<UnsupportedNode> unsupported;            // empty when the whole model imported
-  int64_t opset = 0;                                   // of the default domain
-  std::string producer;                                // "pytorch 1.13.1"
+  // What the layout pass folded (layout_pass.h), one line each: an NHWC
+  // input now read as NCHW, a Transpose folded into a dense layer's weights.
+  std::vector<std::string> layout_notes;
+  int64_t opset = 0;     // of the default domain
+  std::string producer;  // "pytorch 1.13.1"
 };
 
-// Maps `model`'s graph. Never throws for an unsupported node: they are all
+// Maps `model`'s graph, after folding tf2onnx's NHWC transposes where
+// layout_pass.h can (the input then reads NCHW images). Never throws for an unsupported node: they are all
 // in `unsupported` (the graph then holds what did import). Throws
 // devmap::Error (kInvalidInput) for a malformed model.
 ImportedModel import_model(const onnx::ModelProto& model, const ImportOptions& options = {});
