@@ -3,7 +3,8 @@
 // of 64) and the run without (2 micro-batches of 32, as the plan decides)
 // write the same losses, weights and optimizer state tensors to the bit; each
 // worker's allocator peaks at its plan, which shows the staging pool on the
-// device and the offloaded bytes on the host.
+// device and the offloaded bytes on the host. The pipelined two-way split
+// with both devices offloaded keeps its bits too.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -67,6 +68,33 @@ TEST(OffloadTraining, TrainsTheBitsOfTheRunWithoutItUnderTheSameLimit) {
     EXPECT_EQ(json_field(devices[0], "peak_bytes"), json_field(devices[0], "planned_bytes")) << devices[0];
     EXPECT_LE(std::stoll(json_field(devices[0], "peak_bytes")), int64_t{58} << 20) << devices[0];
   }
+}
+
+// Both devices of the two-way split offloaded, 2 pipelined micro-batches a
+// step: each pipeline segment fetches its own ops' parameters.
+TEST(OffloadTraining, APipelinedSplitKeepsItsBits) {
+  if (!std::filesystem::exists(kTrainImages)) GTEST_SKIP() << kTrainImages << " is absent: run scripts/setup.sh";
+  TempDir dir;
+  auto run = [&](const std::string& offload) {
+    const std::string sub = dir.path() + "/" + offload;
+    std::filesystem::create_directories(sub);
+    ProcessResult r = run_process(
+        {DEVMAP_COORDINATOR_BIN, "train", std::string(DEVMAP_SOURCE_DIR) + "/configs/fashion_mnist_cnn_split.yaml",
+         "--out-dir", sub, "--log-every", "1", "--set", "train.max_steps=4", "--set", "data.train_limit=640", "--set",
+         "data.test_limit=128", "--set", "train.pipeline.micro_batches=2", "--set", "devices.cpu:0.offload=" + offload,
+         "--set", "devices.cpu:1.offload=" + offload},
+        sub, {"TMPDIR=" + sub});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return std::make_pair(read_file(sub + "/metrics.jsonl"), read_file(sub + "/fashion_mnist_cnn_split.safetensors"));
+  };
+  const auto on = run("parameters"), off = run("none");
+  EXPECT_EQ(step_losses_in(on.first).size(), 4u);
+  EXPECT_EQ(step_losses_in(on.first), step_losses_in(off.first));
+  EXPECT_FALSE(on.second.empty());
+  EXPECT_TRUE(on.second == off.second) << "weights files differ";
+  const auto devices = lines_with(on.first, "device");
+  ASSERT_EQ(devices.size(), 2u);
+  for (const std::string& d : devices) EXPECT_EQ(json_field(d, "peak_bytes"), json_field(d, "planned_bytes")) << d;
 }
 
 TEST(OffloadTraining, ThePlanShowsTheStagingPoolAndTheHostBytes) {
