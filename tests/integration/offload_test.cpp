@@ -4,7 +4,7 @@
 // write the same losses, weights and optimizer state tensors to the bit; each
 // worker's allocator peaks at its plan, which shows the staging pool on the
 // device and the offloaded bytes on the host. The pipelined two-way split
-// with both devices offloaded keeps its bits too.
+// with both devices offloaded keeps its bits too, and so does a resumed run.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -95,6 +95,45 @@ TEST(OffloadTraining, APipelinedSplitKeepsItsBits) {
   const auto devices = lines_with(on.first, "device");
   ASSERT_EQ(devices.size(), 2u);
   for (const std::string& d : devices) EXPECT_EQ(json_field(d, "peak_bytes"), json_field(d, "planned_bytes")) << d;
+}
+
+// A resumed run loads the weights and the optimizer state into the host
+// memory of the offloaded parameters: 3 steps, then --resume to 6, write
+// the losses and weights of 6 steps in one run.
+TEST(OffloadTraining, AResumedRunContinuesItsBits) {
+  if (!std::filesystem::exists(kTrainImages)) GTEST_SKIP() << kTrainImages << " is absent: run scripts/setup.sh";
+  TempDir dir;
+  auto run = [&](const std::string& name, const std::string& steps, bool resume) {
+    const std::string sub = dir.path() + "/" + name;
+    std::filesystem::create_directories(sub);
+    std::vector<std::string> args{DEVMAP_COORDINATOR_BIN,
+                                  "train",
+                                  kConfig,
+                                  "--out-dir",
+                                  sub,
+                                  "--set",
+                                  "train.max_steps=" + steps,
+                                  "--set",
+                                  "data.train_limit=640",
+                                  "--set",
+                                  "data.test_limit=128"};
+    args.insert(args.end(), {"--log-every", "1"});
+    if (resume) args.push_back("--resume");
+    ProcessResult r = run_process(args, sub, {"TMPDIR=" + sub});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return sub;
+  };
+  const std::string straight = run("straight", "6", false);
+  run("stopped", "3", false);
+  const std::string resumed = run("stopped", "6", true);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const std::vector<std::string> a = step_losses_in(read_file(straight + "/metrics.jsonl"));
+  std::vector<std::string> b = step_losses_in(read_file(resumed + "/metrics.jsonl"));  // both runs append
+  EXPECT_EQ(a.size(), 6u);
+  EXPECT_EQ(a, b);
+  const std::string w = read_file(straight + "/fashion_mnist_cnn_offload.safetensors");
+  EXPECT_FALSE(w.empty());
+  EXPECT_TRUE(w == read_file(resumed + "/fashion_mnist_cnn_offload.safetensors")) << "weights files differ";
 }
 
 TEST(OffloadTraining, ThePlanShowsTheStagingPoolAndTheHostBytes) {
