@@ -156,8 +156,9 @@ class Worker {
                           "the slots of cut edge " + partition_.edges[static_cast<size_t>(r.edge)].name);
       }
     }
-    exec_ = std::make_unique<Executor>(plan_.graph, std::move(program), *rt.kernels, plan_.optimizer, plan_.threads,
-                                       plan_.seed, &mine, &partition_.edges, channel_.get(), memory_.get());
+    exec_ =
+        std::make_unique<Executor>(plan_.graph, std::move(program), *rt.kernels, plan_.optimizer, plan_.threads,
+                                   plan_.seed, &mine, &partition_.edges, channel_.get(), memory_.get(), plan_.offload);
     exec_->set_gradient_chunk(plan_.gradient_chunk);
     for (int node : plan_.layout.input_nodes) exec_->set_external(node);
     for (int node : plan_.output_layout.input_nodes)

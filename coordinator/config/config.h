@@ -28,6 +28,10 @@ struct DeviceSpec {
   int index = 0;
   int threads = 1;           // threads of this device's worker (its pool and OpenBLAS)
   int64_t memory_limit = 0;  // bytes; 0 = no limit
+  // `offload: parameters`: the trained parameters of its ops, their
+  // gradients and optimizer state live in host memory outside memory_limit
+  // and stream through a staging pool (core/plan/offload_layout.h).
+  bool offload = false;
   // CPU core ids the device's worker is pinned to: distinct, each in
   // [0, 1024), in the order written. Empty = not pinned.
   std::vector<int> affinity;

@@ -17,7 +17,7 @@ namespace devmap {
 constexpr int kMaxCpuCores = 1024;
 
 // Reads `devices`: a non-empty mapping from device name to
-// {threads, memory_limit, affinity}, in file order. `anchor` is where to
+// {threads, memory_limit, affinity, offload}, in file order. `anchor` is where to
 // point when `node` is not such a mapping. A device name may carry one of
 // `hosts` ("node1/cpu:0"; see config_hosts.h).
 std::vector<DeviceSpec> read_devices(const YamlSource& src, const YAML::Node& node, const YAML::Node& anchor,

@@ -56,7 +56,7 @@ inline std::vector<std::string> schedule_keys(const std::string& type) {
   if (type != "constant" && type != "step" && type != "cosine") return kSchedule;
   return keys;
 }
-inline const std::vector<std::string> kDevice = {"threads", "memory_limit", "affinity"};
+inline const std::vector<std::string> kDevice = {"threads", "memory_limit", "affinity", "offload"};
 // device_map.place is a mapping from op-name patterns to devices: its keys
 // are the user's, not from a list.
 inline const std::vector<std::string> kDeviceMap = {"default", "place"};

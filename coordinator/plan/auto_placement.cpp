@@ -104,6 +104,7 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
     PlannerDevice p;
     p.name = d->name;
     p.host_memory = !gpu;
+    p.offload = d->offload;
     p.memory_limit = static_cast<uint64_t>(d->memory_limit);
     p.threads = d->threads;
     p.rates.flops_per_s = device_flops_per_s(cache, keys, options, *d);

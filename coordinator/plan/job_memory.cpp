@@ -50,6 +50,7 @@ PlanInputs plan_inputs(const Config& config, const Graph& graph, const Program& 
     pd.name = name;
     pd.limit = d && d->memory_limit > 0 ? static_cast<uint64_t>(d->memory_limit) : 0;
     pd.host_memory = !d || d->kind != DeviceKind::kGpu;
+    pd.offload = d && d->offload;
     in.devices.push_back(std::move(pd));
   }
   in.optimizer_states = program.loss_node >= 0 ? optimizer_state_count(config.train.optimizer.kind) : 0;

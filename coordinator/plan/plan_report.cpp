@@ -115,6 +115,13 @@ void print_memory_plan(const PlanReportInfo& info, const JobMemory& m, const Gra
     os << "  (one workspace buffer, as large as the largest op's: " << cell(d.workspace) << ")\n";
     os << "  transport slots it writes: " << cell(d.transport) << "\n";
     if (d.library) os << "  cuBLAS workspace, fixed: " << cell(d.library) << "\n";
+    if (d.offload_staging) {
+      os << "  offload: parameters, gradients and optimizer state in host memory (outside the limit): "
+         << cell(d.offloaded) << "\n";
+      for (const OpMemory& o : d.ops)
+        if (o.offloaded) os << "    " << o.op << ": " << cell(o.offloaded) << "\n";
+      os << "  offload staging pool on the device (the two largest ops' shares): " << cell(d.offload_staging) << "\n";
+    }
     os << "  total: " << format_bytes(d.total());
     if (d.limit) os << " of " << format_bytes(d.limit) << (d.fits() ? "" : "  DOES NOT FIT");
     os << "\n";
@@ -165,6 +172,7 @@ std::string memory_plan_json(const PlanReportInfo& info, const JobMemory& m, con
     dj.add("kept_activations_bytes", i64(d.kept_activations)).add("kept_activations", d.kept_buffers);
     dj.add("workspace_bytes", i64(d.workspace)).add("transport_bytes", i64(d.transport));
     dj.add("library_bytes", i64(d.library));
+    dj.add("offload_staging_bytes", i64(d.offload_staging)).add("offloaded_host_bytes", i64(d.offloaded));
     std::string ops = "[";
     for (const OpMemory& o : d.ops) {
       JsonObject oj;
@@ -172,6 +180,7 @@ std::string memory_plan_json(const PlanReportInfo& info, const JobMemory& m, con
       oj.add("grads_bytes", i64(o.grads)).add("optimizer_state_bytes", i64(o.optimizer_state));
       oj.add("activations_bytes", i64(o.activations)).add("activation_grads_bytes", i64(o.activation_grads));
       oj.add("staging_bytes", i64(o.staging)).add("workspace_bytes", i64(o.workspace));
+      oj.add("offloaded_host_bytes", i64(o.offloaded));
       ops += (ops.size() > 1 ? "," : "") + oj.str();
     }
     dj.add_raw("ops", ops + "]");

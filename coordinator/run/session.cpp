@@ -125,6 +125,7 @@ Session::Session(const Config& config, const RunOptions& options, Graph graph, S
       l.plan.micro_batches = plan_.memory.pipeline.micro_batches;
     }
     l.plan.memory_limit = d->memory_limit > 0 ? static_cast<uint64_t>(d->memory_limit) : 0;
+    l.plan.offload = d->offload;
     l.plan.graph = plan_.graph;
     l.plan.outputs = job.outputs;
     if (output_) {

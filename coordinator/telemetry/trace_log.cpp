@@ -1,5 +1,6 @@
 #include "coordinator/telemetry/trace_log.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <map>
@@ -125,8 +126,16 @@ const char* category(TraceKind k) {
     case TraceKind::kRecv: return "recv";
     case TraceKind::kSlotWait: return "slot_wait";
     case TraceKind::kOptimizer: return "optimizer";
+    case TraceKind::kFetch: return "fetch";
+    case TraceKind::kWriteBack: return "write_back";
   }
   return "other";
+}
+
+// A worker's slices on its executor's thread track (1), or its copy
+// thread's (2): the offloaded parameters' copies.
+int64_t track_of(TraceKind k) {
+  return k == TraceKind::kFetch || k == TraceKind::kWriteBack ? 2 : 1;
 }
 
 // names[id], or "#id" for an id the names lack.
@@ -185,6 +194,15 @@ void TraceLog::write_tracks(const Emit& emit) const {
     thread.add("name", "thread_name").add("ph", "M").add("pid", static_cast<int64_t>(pid)).add("tid", 1);
     thread.add_raw("args", JsonObject().add("name", pid == 0 ? "main" : "executor").str());
     emit(thread);
+    const bool copies = std::any_of(chunks_.begin(), chunks_.end(), [&](const Chunk& c) {
+      return c.pid == static_cast<int>(pid) &&
+             std::any_of(c.events.begin(), c.events.end(), [](const TraceEvent& e) { return track_of(e.kind) == 2; });
+    });
+    if (!copies) continue;
+    JsonObject copier;
+    copier.add("name", "thread_name").add("ph", "M").add("pid", static_cast<int64_t>(pid)).add("tid", 2);
+    copier.add_raw("args", JsonObject().add("name", "parameter copies").str());
+    emit(copier);
   }
 }
 
@@ -201,6 +219,8 @@ std::string TraceLog::slice_name(const Chunk& c, const TraceEvent& e) const {
     case TraceKind::kRecv: return "recv " + name_of(edge_names_, e.id);
     case TraceKind::kSlotWait: return "wait for a slot of " + name_of(edge_names_, e.id);
     case TraceKind::kOptimizer: return "optimizer update";
+    case TraceKind::kFetch: return "fetch " + name_of(op_names_, e.id) + " parameters";
+    case TraceKind::kWriteBack: return "write back " + name_of(op_names_, e.id) + " gradients";
   }
   return "";
 }
@@ -212,7 +232,8 @@ void TraceLog::write_slices(const Emit& emit, Flows& flows) const {
       const double dur = static_cast<double>(e.end_ns - e.start_ns) * 1e-3;
       JsonObject j;
       j.add("name", slice_name(c, e)).add("cat", c.pid == 0 ? c.what : category(e.kind)).add("ph", "X");
-      j.add_raw("ts", micros(ts)).add_raw("dur", micros(dur)).add("pid", c.pid).add("tid", 1);
+      j.add_raw("ts", micros(ts)).add_raw("dur", micros(dur)).add("pid", c.pid);
+      j.add("tid", c.pid == 0 ? int64_t{1} : track_of(e.kind));
       JsonObject args;
       args.add("phase", kPhases[c.phase]).add("step", c.step);
       if (e.micro >= 0) args.add("micro_batch", static_cast<int64_t>(e.micro));

@@ -22,7 +22,7 @@ int64_t device_ns(double seconds) {
 
 Executor::Executor(const Graph& graph, Program program, const KernelFactory& kernels, const OptimizerConfig& optimizer,
                    int threads, uint64_t seed, const DeviceProgram* part, const std::vector<Edge>* edges,
-                   Channel* channel, DeviceMemory* memory)
+                   Channel* channel, DeviceMemory* memory, bool offload)
     : graph_(graph),
       program_(std::move(program)),
       edges_(edges),
@@ -64,6 +64,13 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
       kernels_[static_cast<size_t>(ins.node)] = kernels.make_kernel(graph_.node(ins.node).op());
   bool training = program_.loss_node >= 0;
   if (training) optimizer_ = kernels.make_optimizer(optimizer);
+  if (offload) {
+    if (!host_)
+      throw_invalid(memory_->device() +
+                    ": offload is built for devices the CPU addresses (a GPU's copies need their own stream)");
+    offload_memory_ = std::make_unique<HostMemory>(memory_->device() + " host memory (offloaded)", 0);
+    offload_ = offload_layout(graph_, local_, training, training ? optimizer_->state_count() : 0);
+  }
   for (int i = 0; i < graph_.size(); ++i) {
     if (!local_[static_cast<size_t>(i)]) continue;
     const Node& node = graph_.node(i);
@@ -72,15 +79,23 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
       p.name = node.name + "." + spec.name;
       p.node = i;
       p.spec = spec;
-      p.value = DeviceBuffer(*memory_, spec.shape.numel(), p.name);
+      DeviceMemory& home = offload_memory_ && spec.trained ? *offload_memory_ : *memory_;
+      p.value = DeviceBuffer(home, spec.shape.numel(), p.name);
       if (training && spec.trained) {
-        p.grad = DeviceBuffer(*memory_, spec.shape.numel(), p.name + " gradient");
+        p.grad = DeviceBuffer(home, spec.shape.numel(), p.name + " gradient");
         for (int s = 0; s < optimizer_->state_count(); ++s)
-          p.state.emplace_back(*memory_, spec.shape.numel(), p.name + " optimizer state");
+          p.state.emplace_back(home, spec.shape.numel(), p.name + " optimizer state");
       }
       node_params_[static_cast<size_t>(i)].push_back(static_cast<int>(params_.size()));
       params_.push_back(std::move(p));
     }
+  }
+  staged_value_.assign(params_.size(), nullptr);
+  staged_grad_.assign(params_.size(), nullptr);
+  if (!offload_.empty()) {
+    staging_ =
+        DeviceBuffer(*memory_, static_cast<int64_t>(offload_.staging_bytes / sizeof(float)), "offload staging pool");
+    copies_ = std::make_unique<CopyQueue>(*memory_);
   }
   bound_.assign(nt, nullptr);
   host_of_.assign(nt, nullptr);
@@ -344,6 +359,27 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
   timed_.clear();
   pending_slices_.clear();
   if (timer_) timer_->clear();  // what a pass that threw left
+  // Offload: the instructions that read offloaded parameters, each fetched
+  // into the end of the staging pool its predecessor does not use while
+  // that one computes (core/plan/offload_layout.h); the first before the
+  // pass starts.
+  std::vector<int> staged;
+  if (copies_) {
+    std::fill(staged_value_.begin(), staged_value_.end(), nullptr);  // what a pass that threw left
+    std::fill(staged_grad_.begin(), staged_grad_.end(), nullptr);
+  }
+  if (copies_)
+    for (int k = begin; k < end; ++k)
+      if (stages(instrs[static_cast<size_t>(k)])) staged.push_back(k);
+  size_t next_staged = 0;
+  float* next_share = nullptr;
+  uint64_t next_ticket = 0;
+  auto fetch_next = [&] {
+    const Instr& ins = instrs[static_cast<size_t>(staged[next_staged])];
+    next_share = staging_.data() + offload_.staging_offset(static_cast<int>(next_staged), ins.node) / sizeof(float);
+    next_ticket = fetch(ins, next_share, accumulate, info);
+  };
+  if (!staged.empty()) fetch_next();
   for (int k = begin; k < end; ++k) {
     const Instr& ins = instrs[static_cast<size_t>(k)];
     // A fused relu's output tensor (its node's) is its conv2d's buffer.
@@ -352,7 +388,14 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
       continue;
     }
     running_.store(static_cast<int64_t>(ins.kind) << 32 | static_cast<uint32_t>(ins.node), std::memory_order_relaxed);
+    const bool staging = next_staged < staged.size() && staged[next_staged] == k;
+    float* const share = next_share;
+    if (staging) {  // its parameters are in `share` once its fetch is done
+      copies_->wait(next_ticket);
+      point_at_share(ins.node, share);
+    }
     const InstrTiming timing = start_timing(ins);
+    if (staging && ++next_staged < staged.size()) fetch_next();  // the next one's copy overlaps this one's compute
     if (host_) bind_outgoing_slots(ins, batch, info);
     switch (ins.kind) {
       case InstrKind::kForward:
@@ -367,10 +410,25 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
       case InstrKind::kRecv: receive_edge(ins, batch, info); break;
     }
     finish_timing(ins, timing, info);
+    if (staging) {
+      point_at_share(ins.node, nullptr);
+      if (ins.kind == InstrKind::kBackward) {
+        const uint64_t back = write_back(ins, share, info);
+        if (after_instruction_) copies_->wait(back);  // its gradients are on the host when it is told
+      }
+    }
     if (after_instruction_) after_instruction_(ins);
     finished_.fetch_add(1, std::memory_order_relaxed);
   }
   running_.store(-1, std::memory_order_relaxed);
+  if (copies_) {  // the pass's gradients are on the host when it returns
+    copies_->drain();
+    if (trace_) {
+      std::vector<TraceEvent> copied;
+      copies_->take_events(copied);
+      for (const TraceEvent& e : copied) trace_->add(e);
+    }
+  }
   if (profiling_ || !pending_slices_.empty()) record_pass(batch);
 }
 
@@ -537,8 +595,7 @@ void Executor::run_kernel_forward(const Instr& ins, int64_t batch, KernelContext
   inputs.clear();
   params.clear();
   for (int t : ins.in) inputs.push_back(view(t, batch));
-  for (int pi : node_params_[static_cast<size_t>(ins.node)])
-    params.push_back(params_[static_cast<size_t>(pi)].value_view());
+  for (int pi : node_params_[static_cast<size_t>(ins.node)]) params.push_back(param_value(pi));
   OpKernel& kernel = *kernels_[static_cast<size_t>(ins.node)];
   const bool relu = relu_into_[static_cast<size_t>(ins.node)];
   const bool reduced = node.schema->batch_reduced();  // a loss or metric: one value for the batch
@@ -602,9 +659,9 @@ void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContex
   }
   for (int pi : node_params_[static_cast<size_t>(ins.node)]) {
     const Parameter& p = params_[static_cast<size_t>(pi)];
-    params.push_back(p.value_view());
+    params.push_back(param_value(pi));
     // State (not trained) has no gradient: a null view.
-    d_params.push_back(p.spec.trained ? p.grad_view() : TensorView{nullptr, p.spec.shape});
+    d_params.push_back(p.spec.trained ? param_grad(pi) : TensorView{nullptr, p.spec.shape});
   }
   for (size_t k = 0; k < ins.out.size(); ++k) {
     if (ins.out[k] >= 0) {
@@ -636,6 +693,65 @@ void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContex
                                  ctx});
   });
   ctx.sample_offset = offset;
+}
+
+bool Executor::stages(const Instr& ins) const {
+  return (ins.kind == InstrKind::kForward || ins.kind == InstrKind::kBackward) &&
+         !offload_.by_node[static_cast<size_t>(ins.node)].empty();
+}
+
+uint64_t Executor::fetch(const Instr& ins, float* share, bool accumulate, const StepInfo& info) {
+  auto* base = reinterpret_cast<char*>(share);
+  CopyQueue::Batch batch;
+  // A backward that adds to earlier micro-batches' gradients reads them.
+  const bool grads = ins.kind == InstrKind::kBackward && accumulate;
+  const std::vector<int>& mine = node_params_[static_cast<size_t>(ins.node)];
+  for (const StagedParam& s : offload_.by_node[static_cast<size_t>(ins.node)]) {
+    const Parameter& p = params_[static_cast<size_t>(mine[static_cast<size_t>(s.param)])];
+    const size_t bytes = static_cast<size_t>(p.spec.shape.numel()) * sizeof(float);
+    batch.copies.push_back(CopyQueue::Copy{base + s.value_offset, p.value.data(), bytes});
+    if (grads) batch.copies.push_back(CopyQueue::Copy{base + s.grad_offset, p.grad.data(), bytes});
+  }
+  batch.traced = trace_ != nullptr;
+  batch.event = TraceEvent{0, 0, info.step, info.micro, ins.node, TraceKind::kFetch};
+  return copies_->submit(std::move(batch));
+}
+
+uint64_t Executor::write_back(const Instr& ins, const float* share, const StepInfo& info) {
+  const auto* base = reinterpret_cast<const char*>(share);
+  CopyQueue::Batch batch;
+  batch.to_device = false;
+  const std::vector<int>& mine = node_params_[static_cast<size_t>(ins.node)];
+  for (const StagedParam& s : offload_.by_node[static_cast<size_t>(ins.node)]) {
+    const Parameter& p = params_[static_cast<size_t>(mine[static_cast<size_t>(s.param)])];
+    const size_t bytes = static_cast<size_t>(p.spec.shape.numel()) * sizeof(float);
+    batch.copies.push_back(CopyQueue::Copy{p.grad.data(), base + s.grad_offset, bytes});
+  }
+  batch.traced = trace_ != nullptr;
+  batch.event = TraceEvent{0, 0, info.step, info.micro, ins.node, TraceKind::kWriteBack};
+  return copies_->submit(std::move(batch));
+}
+
+void Executor::point_at_share(int node, float* share) {
+  const std::vector<int>& mine = node_params_[static_cast<size_t>(node)];
+  for (const StagedParam& s : offload_.by_node[static_cast<size_t>(node)]) {
+    const auto pi = static_cast<size_t>(mine[static_cast<size_t>(s.param)]);
+    // Offsets are whole cache lines, so whole floats.
+    staged_value_[pi] = share ? share + s.value_offset / sizeof(float) : nullptr;
+    staged_grad_[pi] = share ? share + s.grad_offset / sizeof(float) : nullptr;
+  }
+}
+
+TensorView Executor::param_value(int pi) const {
+  const Parameter& p = params_[static_cast<size_t>(pi)];
+  float* staged = staged_value_[static_cast<size_t>(pi)];
+  return staged ? TensorView{staged, p.spec.shape} : p.value_view();
+}
+
+TensorView Executor::param_grad(int pi) const {
+  const Parameter& p = params_[static_cast<size_t>(pi)];
+  float* staged = staged_grad_[static_cast<size_t>(pi)];
+  return staged ? TensorView{staged, p.spec.shape} : p.grad_view();
 }
 
 void Executor::finish_step(const StepInfo& info) {

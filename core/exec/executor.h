@@ -27,11 +27,13 @@
 #include <vector>
 
 #include "core/exec/channel.h"
+#include "core/exec/copy_queue.h"
 #include "core/exec/device_memory.h"
 #include "core/exec/kernel.h"
 #include "core/exec/profile.h"
 #include "core/exec/trace.h"
 #include "core/plan/fused_relu.h"
+#include "core/plan/offload_layout.h"
 #include "core/plan/partition.h"
 #include "core/plan/pipeline_schedule.h"
 #include "core/plan/program.h"
@@ -67,9 +69,17 @@ class Executor {
   // its cut edges, which go through `channel` (needed when part has edges).
   // Every buffer comes from `memory` (null: unlimited host memory owned by
   // the executor); parameters are allocated here, the rest in reserve().
+  // With `offload` (a device the CPU addresses), the trained parameters,
+  // their gradients and optimizer state live in host memory of the
+  // executor's own, outside `memory`'s limit, and stream through the
+  // staging pool of core/plan/offload_layout.h, allocated here from
+  // `memory`: a copy thread fetches the next op's parameters while this op
+  // computes and writes gradients back after each backward; a pass returns
+  // once its gradients are on the host. apply_optimizer() updates them
+  // there, with the same kernel.
   Executor(const Graph& graph, Program program, const KernelFactory& kernels, const OptimizerConfig& optimizer,
            int threads, uint64_t seed, const DeviceProgram* part = nullptr, const std::vector<Edge>* edges = nullptr,
-           Channel* channel = nullptr, DeviceMemory* memory = nullptr);
+           Channel* channel = nullptr, DeviceMemory* memory = nullptr, bool offload = false);
   ~Executor();
 
   // Declares that op `node`'s output lives in host memory bound later with
@@ -238,6 +248,17 @@ class Executor {
   std::string implementation(int node, bool backward) const;
   void record(const Instr& ins, int64_t batch, double seconds);
   void record_pass(int64_t batch);
+  // Offload: whether `ins` reads offloaded parameters; queues the copy of
+  // them (with accumulate, for a backward, their gradients too) into its
+  // op's share of the staging pool at `share`, or their gradients back, and
+  // returns its ticket; points the parameters' views at `share` (null: back
+  // at their own memory).
+  bool stages(const Instr& ins) const;
+  uint64_t fetch(const Instr& ins, float* share, bool accumulate, const StepInfo& info);
+  uint64_t write_back(const Instr& ins, const float* share, const StepInfo& info);
+  void point_at_share(int node, float* share);
+  TensorView param_value(int pi) const;
+  TensorView param_grad(int pi) const;
   // Sets fused_ and what follows from it (alias_of_, relu_into_).
   void plan_fused_relus();
   static TraceKind trace_kind(InstrKind kind);
@@ -285,6 +306,14 @@ class Executor {
   // Declared before every DeviceBuffer member: buffers release into it.
   std::unique_ptr<DeviceMemory> own_memory_;
   DeviceMemory* memory_ = nullptr;
+  // Offload: the host memory of the offloaded parameters (no limit), their
+  // layout in the staging pool, the pool (in memory_) and, per parameter,
+  // its value and gradient in the pool while its op's instruction runs
+  // (null: its own memory).
+  std::unique_ptr<DeviceMemory> offload_memory_;
+  OffloadLayout offload_;
+  DeviceBuffer staging_;
+  std::vector<float*> staged_value_, staged_grad_;
   bool host_ = true;                                // memory_->host_accessible()
   std::vector<std::unique_ptr<OpKernel>> kernels_;  // per node (null where none)
   std::unique_ptr<OptimizerKernel> optimizer_;
@@ -322,6 +351,8 @@ class Executor {
   size_t workspace_bytes_ = 0;
   int64_t max_batch_ = 0;
   int64_t gradient_chunk_ = 0;
+  // Last: stopped (after its queued copies) before any buffer it copies goes.
+  std::unique_ptr<CopyQueue> copies_;
 };
 
 }  // namespace devmap

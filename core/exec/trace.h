@@ -26,8 +26,10 @@ enum class TraceKind : uint8_t {
   kRecv,       // id: cut edge; the wait for the tensor (and its copy to the device)
   kSlotWait,   // id: cut edge; waiting for a free slot to send into
   kOptimizer,  // id: -1
+  kFetch,      // id: op node; its offloaded parameters (and gradients) copied to the device (copy thread)
+  kWriteBack,  // id: op node; its offloaded parameters' gradients copied back to the host (copy thread)
 };
-constexpr uint8_t kMaxTraceKind = static_cast<uint8_t>(TraceKind::kOptimizer);
+constexpr uint8_t kMaxTraceKind = static_cast<uint8_t>(TraceKind::kWriteBack);
 
 // One interval on a worker's track. step is the STEP's step (0-based
 // training step, or the round's number); micro the micro-batch, -1 where

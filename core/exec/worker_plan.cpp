@@ -129,6 +129,7 @@ std::string encode_worker_plan(const WorkerPlan& p) {
   w.put<int32_t>(static_cast<int32_t>(p.pipeline));
   w.put<int32_t>(p.micro_batches);
   w.put<uint64_t>(p.memory_limit);
+  w.put<uint8_t>(p.offload ? 1 : 0);
   w.put<uint32_t>(static_cast<uint32_t>(p.graph.size()));
   for (const Node& n : p.graph.nodes()) {
     w.put_string(n.name);
@@ -190,6 +191,7 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
   if (p.micro_batches < 1 || p.micro_batches > kMaxMicroBatches)
     throw_runtime("malformed worker plan: " + std::to_string(p.micro_batches) + " micro-batches");
   p.memory_limit = r.get<uint64_t>();
+  p.offload = r.get<uint8_t>() != 0;
   uint32_t count = r.get_count(16);
   for (uint32_t i = 0; i < count; ++i) {
     Node n;

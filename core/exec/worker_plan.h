@@ -45,6 +45,7 @@ struct WorkerPlan {
   PipelineKind pipeline = PipelineKind::kNone;
   int micro_batches = 1;      // at most, per round (a STEP's micro_batches)
   uint64_t memory_limit = 0;  // the device's memory_limit in bytes (0: unlimited)
+  bool offload = false;       // devices.NAME.offload: parameters (the Executor's `offload`)
   Graph graph;                // ops with attrs and inputs; shapes re-inferred on decode
   std::vector<int> outputs;   // inference: the ops whose outputs are wanted
   std::string input_segment;

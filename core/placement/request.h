@@ -19,6 +19,7 @@ namespace devmap {
 struct PlannerDevice {
   std::string name;           // "cpu:0", "gpu:0"
   bool host_memory = true;    // false: a GPU (staged tensors, cuBLAS workspace; see PlanDevice)
+  bool offload = false;       // devices.NAME.offload: parameters (PlanDevice::offload)
   uint64_t memory_limit = 0;  // bytes; 0: unlimited
   int threads = 1;            // the worker's threads (the rates and measurements are for this count)
   DeviceRates rates;          // the analytical estimate, where no measurement exists

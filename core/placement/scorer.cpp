@@ -197,6 +197,7 @@ PlanInputs PlacementScorer::plan_inputs(const Partition& part, const std::vector
     pd.name = dev.name;
     pd.limit = dev.memory_limit;
     pd.host_memory = dev.host_memory;
+    pd.offload = dev.offload;
     pd.sets = pipeline ? pipeline->sets.at(k) : 1;
     in.devices.push_back(std::move(pd));
   }

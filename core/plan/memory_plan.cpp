@@ -6,6 +6,7 @@
 #include "core/base/error.h"
 #include "core/base/format_bytes.h"
 #include "core/plan/device_budget.h"
+#include "core/plan/offload_layout.h"
 #include "core/plan/slot_ring.h"
 #include "core/plan/tensor_allocations.h"
 
@@ -84,10 +85,16 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch) {
       }
       return d.ops[static_cast<size_t>(k)];
     };
-    // Parameters, gradients and optimizer state of the ops that live here.
+    // Parameters, gradients and optimizer state of the ops that live here:
+    // on the device, or offloaded to the host behind the staging pool.
+    const OffloadLayout offload =
+        dev.offload ? offload_layout(g, dp.local_nodes, plan.training, in.optimizer_states) : OffloadLayout{};
+    d.offload_staging = offload.staging_bytes;
     for (int i = 0; i < g.size(); ++i) {
       if (!dp.local_nodes[static_cast<size_t>(i)]) continue;
+      if (const uint64_t host = dev.offload ? offload.host_bytes[static_cast<size_t>(i)] : 0) op(i).offloaded = host;
       for (const ParamSpec& spec : g.node(i).params) {
+        if (dev.offload && spec.trained) continue;  // counted in `offloaded`
         uint64_t b = float_bytes(spec.shape.numel());
         op(i).params += b;
         if (plan.training && spec.trained) {
@@ -141,6 +148,7 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch) {
       d.activations += o.activations;
       d.activation_grads += o.activation_grads;
       d.staging += o.staging;
+      d.offloaded += o.offloaded;
     }
     plan.devices.push_back(std::move(d));
   }
@@ -167,6 +175,7 @@ namespace {
   }
   if (d.transport) msg += ", plus " + format_bytes(d.transport) + " of transport slots";
   if (d.library) msg += ", plus " + format_bytes(d.library) + " of cuBLAS workspace";
+  if (d.offload_staging) msg += ", plus " + format_bytes(d.offload_staging) + " of offload staging pool";
   msg += ", but its memory_limit is " + format_bytes(d.limit) + ": move " + (big ? big->op : "some ops") +
          " to another device or raise " + d.device + "'s memory_limit to at least " + format_bytes(d.total());
   throw_invalid(msg);

@@ -31,6 +31,10 @@ struct PlanDevice {
   // op schema's figure, Node::workspace_bytes).
   std::function<uint64_t(const Node& node, int64_t batch)> workspace_bytes;
   int sets = 1;  // buffer sets: micro-batches a pipeline keeps in flight here
+  // `offload: parameters`: trained parameters, their gradients and optimizer
+  // state live in host memory outside the limit; the device holds the
+  // staging pool they stream through (core/plan/offload_layout.h).
+  bool offload = false;
 };
 
 // One op's share of its device's memory, its tensor buffers counted whole
@@ -43,6 +47,7 @@ struct OpMemory {
   uint64_t activation_grads = 0;  // gradients of its output (and partial sums of them)
   uint64_t staging = 0;           // device copies of host tensors it reads or writes (GPU)
   uint64_t workspace = 0;         // its kernel's scratch (the device holds the largest one)
+  uint64_t offloaded = 0;         // host memory (offload): its parameters, gradients and optimizer state
   uint64_t total() const { return params + grads + optimizer_state + activations + activation_grads + staging; }
 };
 
@@ -64,10 +69,15 @@ struct DeviceMemoryPlan {
   uint64_t workspace = 0;  // the largest op workspace: one buffer shared by all kernels
   uint64_t transport = 0;  // slot rings of the cut edges it writes (CPU workers)
   uint64_t library = 0;    // its math libraries' fixed workspace (cuBLAS on a GPU: library_workspace_bytes)
+  // offload: the staging pool on the device (in total()) and the host
+  // memory of the offloaded state (not in total(): outside the limit).
+  uint64_t offload_staging = 0, offloaded = 0;
   std::vector<OpMemory> ops;
 
   uint64_t unshared_tensors() const { return activations + activation_grads + staging; }
-  uint64_t total() const { return params + grads + optimizer_state + arena + workspace + transport + library; }
+  uint64_t total() const {
+    return params + grads + optimizer_state + arena + workspace + transport + library + offload_staging;
+  }
   bool fits() const { return limit == 0 || total() <= limit; }
   // The op with the largest share (ties: the first), or nullptr.
   const OpMemory* largest_op() const;

@@ -1,4 +1,4 @@
-// The devices section: threads, memory_limit and affinity of each worker.
+// The devices section: threads, memory_limit, affinity and offload of each worker.
 #include <gtest/gtest.h>
 
 #include "coordinator/config/loader.h"
@@ -51,6 +51,31 @@ TEST(Devices, AffinityCanBeSetOnTheCommandLine) {
   EXPECT_TRUE(load_config_text(base, "a.yaml", {"devices.cpu:1.affinity=[]"}).devices[1].affinity.empty());
   EXPECT_EQ(error_of([&] { load_config_text(base, "a.yaml", {"devices.cpu:1.affinity=[1, 1]"}); }),
             "--set devices.cpu:1.affinity=[1, 1]: devices.cpu:1.affinity lists core 1 twice");
+}
+
+TEST(Devices, OffloadIsNoneOrParameters) {
+  const Config c = load_config_text(kMinimalModel +
+                                        "devices:\n"
+                                        "  cpu:0: {offload: parameters}\n"
+                                        "  cpu:1: {offload: none}\n"
+                                        "  cpu:2: {}\n",
+                                    "a.yaml");
+  EXPECT_TRUE(c.devices[0].offload);
+  EXPECT_FALSE(c.devices[1].offload);
+  EXPECT_FALSE(c.devices[2].offload);
+  const std::string base = kMinimalModel + "devices: {cpu:0: {}}\n";
+  EXPECT_TRUE(load_config_text(base, "a.yaml", {"devices.cpu:0.offload=parameters"}).devices[0].offload);
+}
+
+TEST(Devices, OffloadMistakes) {
+  auto err = [](const std::string& devices) {
+    return error_of([&] { load_config_text(kMinimalModel + devices, "a.yaml"); });
+  };
+  EXPECT_EQ(err("devices: {cpu:0: {offload: weights}}\n"),
+            "a.yaml:8:28: devices.cpu:0.offload must be one of none, parameters, got 'weights'");
+  EXPECT_EQ(err("devices: {cpu:0: {}, gpu:0: {offload: parameters}}\n"),
+            "a.yaml:8:39: devices.gpu:0.offload is built for CPU devices only: a GPU's offload (cudaMemcpyAsync on a "
+            "copy stream) is not built yet; leave offload out for gpu:0");
 }
 
 }  // namespace

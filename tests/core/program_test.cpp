@@ -81,11 +81,13 @@ TEST(WorkerPlan, RoundTripsThroughBytes) {
   p.max_batch = 64;
   p.graph = chain();
   p.graph.node(1).recomputed = true;  // the plan's choice travels (core/plan/recompute.h)
+  p.offload = true;                   // devices.NAME.offload
   p.input_segment = "devmap-1-abc-input";
   p.layout = InputLayout::for_graph(p.graph, 64, 2);
   WorkerPlan q = decode_worker_plan(encode_worker_plan(p));
   EXPECT_EQ(q.device, "cpu:1");
   EXPECT_EQ(q.threads, 2);
+  EXPECT_TRUE(q.offload);
   EXPECT_EQ(q.seed, 42u);
   EXPECT_EQ(q.optimizer.kind, OptimizerConfig::Kind::kAdam);
   EXPECT_EQ(q.optimizer.learning_rate, 0.001);

@@ -3,7 +3,8 @@
 // closed and nested within its track, every flow has both ends bound to a
 // send and a receive slice, and each device's busy time from the trace is
 // within 10% of what --profile reports for the same run. --trace-steps A:B
-// limits the training steps (and the evaluation after them) it holds.
+// limits the training steps (and the evaluation after them) it holds. With
+// offload, the parameter fetches overlap the compute of the op before.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -459,6 +460,79 @@ TEST_F(TraceTest, PipelinedPredictionRoundsOverlapAcrossDevices) {
   for (const auto& [step, s] : first_rounds)
     if (last_rounds.count(step - 1) && s.ts < last_rounds.at(step - 1).end()) ++overlapping;
   EXPECT_GE(overlapping, 1) << "no round started on cpu:0 before cpu:1 finished the round before it";
+}
+
+// Offload (configs/fashion_mnist_cnn_offload.yaml): the worker's copy
+// thread draws each op's parameter fetch on its own track, and each fetch
+// but a pass's first is queued once the op before it (that reads offloaded
+// parameters) has started and is done before its own op starts. Both
+// tracks are one process's clock. A fetch that begins before the op before
+// it ends overlapped its compute; every such pair does so in at least one
+// of the traced steps (a copy thread that the scheduler wakes late on a
+// loaded machine may miss a short compute in one step, not in all).
+TEST_F(TraceTest, OffloadedParametersAreFetchedWhileThePreviousOpComputes) {
+  const std::string sub = dir_.path() + "/offload";
+  std::filesystem::create_directories(sub);
+  ProcessResult r = run_process({DEVMAP_COORDINATOR_BIN, "train", kConfigs + "fashion_mnist_cnn_offload.yaml",
+                                 "--out-dir", sub, "--trace", sub + "/trace.json", "--trace-steps", "2:7", "--set",
+                                 "data.train_limit=640", "--set", "data.test_limit=64", "--set", "train.max_steps=7"},
+                                sub, {"TMPDIR=" + sub});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Trace t = read_trace(sub + "/trace.json");
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  expect_nested(t);
+  ASSERT_EQ(t.process.at(1), "cpu:0");
+  std::map<int64_t, std::vector<Slice>> compute, fetches, write_backs;  // by step, in time order
+  for (const Slice& s : t.slices) {
+    if (s.pid != 1 || s.phase != "train") continue;
+    if (s.tid == 1 && (s.cat == "forward" || s.cat == "backward")) compute[s.step].push_back(s);
+    if (s.tid == 2 && s.cat == "fetch") fetches[s.step].push_back(s);
+    if (s.tid == 2 && s.cat == "write_back") write_backs[s.step].push_back(s);
+    if (s.tid == 2) {
+      EXPECT_TRUE(s.cat == "fetch" || s.cat == "write_back") << s.name;
+    }
+  }
+  ASSERT_EQ(fetches.size(), 6u) << "steps 2 to 7";
+  auto by_time = [](const Slice& a, const Slice& b) { return a.ts < b.ts; };
+  std::map<std::string, int> overlapped;  // "fc1 forward" -> steps where its fetch overlapped the op before
+  for (auto& [step, list] : fetches) {
+    std::sort(list.begin(), list.end(), by_time);
+    std::sort(compute[step].begin(), compute[step].end(), by_time);
+    // Each fetch's op: its first forward or backward slice after the fetch.
+    std::vector<const Slice*> ops;
+    for (const Slice& f : list) {
+      const std::string op = f.name.substr(6, f.name.size() - 6 - 11);  // "fetch X parameters"
+      ASSERT_EQ(f.name, "fetch " + op + " parameters");
+      const Slice* c = nullptr;
+      for (const Slice& s : compute[step])
+        if (s.ts + kEps >= f.end() && (s.name == op + " forward" || s.name == op + " backward")) {
+          c = &s;
+          break;
+        }
+      ASSERT_NE(c, nullptr) << "step " << step << ": " << f.name << " ends after its op starts";
+      ops.push_back(c);
+    }
+    // conv1, conv2, fc1 and logits, forward then backward.
+    ASSERT_EQ(list.size(), 8u) << "step " << step;
+    for (size_t k = 1; k < list.size(); ++k) {
+      if (ops[k]->cat != ops[k - 1]->cat) continue;  // a pass's first fetch waits for no op
+      EXPECT_GE(list[k].ts + kEps, ops[k - 1]->ts) << "step " << step << ": " << list[k].name;
+      overlapped[ops[k]->name] += list[k].ts < ops[k - 1]->end() ? 1 : 0;
+    }
+    // Each backward's gradients go back after it.
+    ASSERT_EQ(write_backs[step].size(), 4u) << "step " << step;
+    for (const Slice& w : write_backs[step]) {
+      const std::string op = w.name.substr(11, w.name.size() - 11 - 10);  // "write back X gradients"
+      ASSERT_EQ(w.name, "write back " + op + " gradients");
+      const auto c = std::find_if(compute[step].begin(), compute[step].end(),
+                                  [&](const Slice& s) { return s.name == op + " backward"; });
+      ASSERT_NE(c, compute[step].end()) << w.name;
+      EXPECT_GE(w.ts + kEps, c->end()) << "step " << step << ": " << w.name;
+    }
+  }
+  ASSERT_EQ(overlapped.size(), 6u) << "three fetches a pass follow another op's";
+  for (const auto& [what, steps] : overlapped)
+    EXPECT_GT(steps, 0) << what << ": its fetch never overlapped the compute of the op before it";
 }
 
 TEST_F(TraceTest, TraceStepsNeedsTraceAndAnOrderedRange) {

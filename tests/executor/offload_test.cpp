@@ -1,0 +1,177 @@
+// Offloaded parameters (Executor's `offload`, core/plan/offload_layout.h):
+// training with the trained parameters, gradients and optimizer state in
+// host memory gives the bits of training with them on the device, whole or
+// as micro-batches in gradient chunks, with recomputed ops; the device's
+// allocator peaks at the memory plan's figure, which charges the staging
+// pool and not the offloaded state; and every op's parameters are fetched
+// before it computes.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+
+#include "core/exec/executor.h"
+#include "core/exec/host_memory.h"
+#include "core/plan/memory_plan.h"
+#include "core/plan/offload_layout.h"
+#include "core/plan/partition.h"
+#include "kernels/cpu/cpu_kernel_factory.h"
+#include "tests/core/graph_builders.h"
+
+namespace devmap {
+namespace {
+
+struct Trained {
+  std::vector<float> losses;
+  std::vector<std::vector<float>> params;  // trained and state (running statistics)
+  std::vector<std::vector<float>> grads;
+  uint64_t peak = 0;
+  std::vector<TraceEvent> trace;  // the last step's
+};
+
+// Three steps of `micro` micro-batches of 8 samples each, chunks of 4.
+Trained train(const Graph& g, bool offload, int micro, OptimizerConfig::Kind kind) {
+  const Program p = build_training_program(g);
+  CpuKernelFactory kernels;
+  OptimizerConfig opt;
+  opt.kind = kind;
+  HostMemory memory("cpu:0", 0);
+  Executor ex(g, p, kernels, opt, 2, 7, nullptr, nullptr, nullptr, &memory, offload);
+  ex.set_gradient_chunk(4);
+  const int64_t batch = 8 * micro;
+  std::vector<float> images(static_cast<size_t>(batch * 64)), labels(static_cast<size_t>(batch));
+  for (size_t i = 0; i < images.size(); ++i) images[i] = static_cast<float>(i * 2654435761u % 1000) / 1000.0f;
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<float>(i % 10);
+  for (const char* n : {"image", "label"}) ex.set_external(g.find(n));
+  ex.reserve(8);
+  ex.init_parameters();
+  Trained t;
+  TraceBuffer trace;
+  for (int64_t step = 0; step < 3; ++step) {
+    if (step == 2) ex.set_trace(&trace);
+    for (int m = 0; m < micro; ++m) {
+      const int64_t first = 8 * m;
+      ex.bind_output(g.find("image"), images.data() + first * 64);
+      ex.bind_output(g.find("label"), labels.data() + first);
+      const StepInfo info{step, first, batch, true, 0, m > 0};
+      ex.forward(8, info);
+      ex.backward(8, info, m > 0);
+    }
+    t.losses.push_back(ex.scalar(g.find("loss")));
+    ex.apply_optimizer(step + 1);
+  }
+  ex.set_trace(nullptr);
+  for (const Parameter& q : ex.parameters()) {
+    ex.read_parameter(q, t.params.emplace_back(), &t.grads.emplace_back());
+  }
+  t.peak = memory.peak_bytes();
+  t.trace = trace.events();
+  return t;
+}
+
+DeviceMemoryPlan planned(const Graph& g, bool offload, OptimizerConfig::Kind kind) {
+  const Program p = build_training_program(g);
+  const Partition part = partition_program(g, p);
+  PlanInputs in;
+  in.graph = &g;
+  in.program = &p;
+  in.partition = &part;
+  PlanDevice d{"cpu:0", 0, true, nullptr};
+  d.offload = offload;
+  in.devices.push_back(d);
+  in.optimizer_states = optimizer_state_count(kind);
+  in.external = {g.find("image"), g.find("label")};
+  return plan_memory(in, 8).devices.at(0);
+}
+
+TEST(Offload, TrainsWithTheBitsOfParametersOnTheDevice) {
+  const Graph g = residual_blocks();
+  for (OptimizerConfig::Kind kind : {OptimizerConfig::Kind::kMomentum, OptimizerConfig::Kind::kAdam}) {
+    for (int micro : {1, 2}) {
+      const Trained a = train(g, false, micro, kind), b = train(g, true, micro, kind);
+      EXPECT_EQ(a.losses, b.losses) << micro << " micro-batches";
+      EXPECT_EQ(a.params, b.params) << "weights and batch_norm's running statistics, " << micro << " micro-batches";
+      EXPECT_EQ(a.grads, b.grads) << micro << " micro-batches";
+    }
+  }
+}
+
+TEST(Offload, WithRecomputedOpsTheBitsStay) {
+  Graph recomputing = residual_blocks();
+  for (const char* n : {"bn1", "relu1", "bn2", "add", "relu2", "drop", "flat"})
+    recomputing.node(recomputing.find(n)).recomputed = true;
+  const Trained a = train(residual_blocks(), false, 2, OptimizerConfig::Kind::kMomentum);
+  const Trained b = train(recomputing, true, 2, OptimizerConfig::Kind::kMomentum);
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_EQ(a.params, b.params);
+}
+
+TEST(Offload, TheDeviceHoldsTheStagingPoolAsPlanned) {
+  const Graph g = residual_blocks();
+  const auto kind = OptimizerConfig::Kind::kAdam;
+  const DeviceMemoryPlan on_device = planned(g, false, kind), offloaded = planned(g, true, kind);
+  EXPECT_EQ(train(g, false, 1, kind).peak, on_device.total());
+  EXPECT_EQ(train(g, true, 1, kind).peak, offloaded.total()) << "plan == allocation";
+  // The state moved to the host: values, gradients and Adam's two moments.
+  const OffloadLayout layout = offload_layout(g, std::vector<bool>(static_cast<size_t>(g.size()), true), true, 2);
+  uint64_t trained = 0, largest = 0, second = 0;
+  for (int i = 0; i < g.size(); ++i)
+    for (const ParamSpec& s : g.node(i).params)
+      if (s.trained) trained += round_up_to_cache_line(static_cast<uint64_t>(s.shape.numel()) * 4);
+  for (uint64_t share : layout.share_bytes) {
+    if (share > largest) {
+      second = largest;
+      largest = share;
+    } else if (share > second) {
+      second = share;
+    }
+  }
+  EXPECT_EQ(offloaded.offloaded, 4 * trained);
+  EXPECT_EQ(offloaded.offload_staging, largest + second);
+  EXPECT_EQ(on_device.params + on_device.grads + on_device.optimizer_state - offloaded.params - offloaded.grads -
+                offloaded.optimizer_state,
+            4 * trained);
+  EXPECT_EQ(offloaded.total(), on_device.total() - 4 * trained + largest + second);
+}
+
+TEST(Offload, EachOpsParametersArriveBeforeItComputes) {
+  const Graph g = residual_blocks();
+  const Trained t = train(g, true, 1, OptimizerConfig::Kind::kMomentum);
+  std::map<std::pair<TraceKind, int>, TraceEvent> computed;
+  for (const TraceEvent& e : t.trace)
+    if (e.kind == TraceKind::kForward || e.kind == TraceKind::kBackward) computed[{e.kind, e.id}] = e;
+  int fetches = 0, write_backs = 0;
+  for (const TraceEvent& e : t.trace) {
+    if (e.kind != TraceKind::kFetch && e.kind != TraceKind::kWriteBack) continue;
+    EXPECT_LE(e.start_ns, e.end_ns);
+    if (e.kind == TraceKind::kWriteBack) {
+      ++write_backs;
+      const auto backward = computed.find({TraceKind::kBackward, e.id});
+      ASSERT_NE(backward, computed.end()) << g.node(e.id).name;
+      EXPECT_GE(e.start_ns, backward->second.end_ns) << g.node(e.id).name;
+      continue;
+    }
+    ++fetches;
+  }
+  // Every op with trained parameters is fetched for its forward and its
+  // backward, and writes its gradients back once.
+  int staged = 0;
+  for (int i = 0; i < g.size(); ++i)
+    for (const ParamSpec& s : g.node(i).params)
+      if (s.trained) {
+        ++staged;
+        break;
+      }
+  EXPECT_EQ(fetches, 2 * staged);
+  EXPECT_EQ(write_backs, staged);
+  // A forward's fetch ends before the forward starts.
+  for (const TraceEvent& e : t.trace) {
+    if (e.kind != TraceKind::kFetch) continue;
+    const TraceEvent& f = computed[{TraceKind::kForward, e.id}];
+    const TraceEvent& b = computed[{TraceKind::kBackward, e.id}];
+    EXPECT_TRUE(e.end_ns <= f.start_ns || (e.start_ns >= f.end_ns && e.end_ns <= b.start_ns)) << g.node(e.id).name;
+  }
+}
+
+}  // namespace
+}  // namespace devmap
