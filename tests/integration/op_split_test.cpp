@@ -1,14 +1,15 @@
 // One op across devices: configs/fashion_mnist_cnn_split_op.yaml runs fc1 as
 // parts on cpu:0 and cpu:1 (core/graph/split_op.h). The same split gives
 // the same bits run to run; its losses stay within float32 reordering of
-// the unsplit reference model over 100 steps, held to the PyTorch
-// comparison's bound (tests/python/torch_equivalence.py: a relative
-// difference of at most 2e-4 per step's loss); its weights file holds the
-// unsplit model's tensors, loads into the unsplit config, and its
-// checkpoints resume to the bit.
+// the unsplit reference model over 100 steps, bounded as
+// tests/python/torch_equivalence_resnet.py bounds a chaotic training
+// (below); its weights file holds the unsplit model's tensors, loads into
+// the unsplit config, and its checkpoints resume to the bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -24,9 +25,7 @@ const std::string kConfigs = std::string(DEVMAP_SOURCE_DIR) + "/configs/";
 const std::string kSplit = kConfigs + "fashion_mnist_cnn_split_op.yaml";
 const std::string kWhole = kConfigs + "fashion_mnist_cnn.yaml";
 const std::string kTestImages = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
-// The bound of tests/python/torch_equivalence.py (--rtol): float32 sums in
-// another order, not another computation.
-constexpr double kLossRtol = 2e-4;
+const std::string kQuarter = "{cpu:0: 0.25, cpu:1: 0.75}";
 
 bool have_data() {
   return std::filesystem::exists(kTestImages);
@@ -41,43 +40,86 @@ std::vector<std::string> settings(int steps, const std::string& split) {
   return s;
 }
 
-double worst_relative(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+// The largest relative difference of the first `steps` losses.
+double worst_relative(const std::vector<std::string>& a, const std::vector<std::string>& b, size_t steps) {
   double worst = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+  for (size_t i = 0; i < steps && i < a.size() && i < b.size(); ++i)
     worst = std::max(worst, std::abs(std::stod(a[i]) - std::stod(b[i])) / std::abs(std::stod(b[i])));
   return worst;
 }
 
-struct Shares {
-  const char* name;
-  const char* split;
-};
-
-class OpSplit : public ::testing::TestWithParam<Shares> {};
-
-TEST_P(OpSplit, SameBitsRunToRunAndTheUnsplitLossesOver100Steps) {
-  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
-  TempDir dir;
-  const TrainRun whole = train_run(dir.path(), "whole", kWhole, settings(100, ""));
-  const TrainRun a = train_run(dir.path(), "a", kSplit, settings(100, GetParam().split));
-  const TrainRun b = train_run(dir.path(), "b", kSplit, settings(100, GetParam().split));
-  for (const TrainRun* r : {&whole, &a, &b}) ASSERT_EQ(r->process.exit_code, 0) << r->process.err;
-  ASSERT_EQ(whole.losses.size(), 100u) << whole.process.err;
-  EXPECT_EQ(a.losses, b.losses);
-  ASSERT_FALSE(a.weights.empty());
-  EXPECT_TRUE(a.weights == b.weights) << "the weights files differ";
-  ASSERT_EQ(a.losses.size(), 100u);
-  const double worst = worst_relative(a.losses, whole.losses);
-  std::printf("%s: worst relative loss difference from the unsplit run over 100 steps: %.2e (bound %.0e)\n",
-              GetParam().name, worst, kLossRtol);
-  EXPECT_LE(worst, kLossRtol);
-  EXPECT_EQ(a.losses.front().substr(0, 4), whole.losses.front().substr(0, 4)) << "the same initial weights";
+// The unsplit model with every GEMM in one library (DEVMAP_GEMM,
+// core/exec/gemm_library.h): the same sums in another float32 order.
+TrainRun whole_in(const std::string& dir, const std::string& library, int steps) {
+  const std::string sub = dir + "/" + library;
+  std::filesystem::create_directories(sub);
+  std::vector<std::string> args = {DEVMAP_COORDINATOR_BIN,
+                                   "train",
+                                   kWhole,
+                                   "--metrics",
+                                   sub + "/m.jsonl",
+                                   "--log-every",
+                                   "1",
+                                   "--set",
+                                   "train.checkpoint=" + sub + "/w.safetensors"};
+  const std::vector<std::string> s = settings(steps, "");
+  args.insert(args.end(), s.begin(), s.end());
+  TrainRun r;
+  r.process = run_process(args, sub, {"TMPDIR=" + sub, "DEVMAP_GEMM=" + library});
+  r.losses = step_losses_in(read_file(sub + "/m.jsonl"));
+  return r;
 }
 
-INSTANTIATE_TEST_SUITE_P(Shares, OpSplit,
-                         ::testing::Values(Shares{"half", "{cpu:0: 0.5, cpu:1: 0.5}"},
-                                           Shares{"quarter", "{cpu:0: 0.25, cpu:1: 0.75}"}),
-                         [](const auto& shares) { return std::string(shares.param.name); });
+// Training this model in float32 is chaotic: rounding in another order
+// grows to about 1e-2 relative in the loss within 100 steps (measured:
+// the unsplit model with every GEMM in OpenBLAS against every GEMM in
+// oneDNN, 1.4e-2; fc1 split 50/50, 4.7e-3, and 25/75, 8.0e-3, on an AMD
+// EPYC Zen 4), so no fixed bound holds for a run that sums in another
+// order. As tests/python/torch_equivalence_resnet.py does, a split run is
+// held to float32's own distance, `own`: the largest distance among the
+// unsplit runs in the default, OpenBLAS and oneDNN GEMMs. Over the first
+// kExactSteps steps (before rounding has grown) the split's distance from
+// the unsplit run is at most kChaosFactor x own (+ 1e-6, a few float32
+// roundings of the loss); over all 100 steps at most kChaosFactor x own
+// + 2e-4 (torch_equivalence.py's rtol).
+constexpr size_t kSteps = 100, kExactSteps = 20;
+constexpr double kChaosFactor = 3.0, kRtol = 2e-4, kFloor = 1e-6;
+
+TEST(OpSplit, HalfAndQuarterGiveTheSameBitsRunToRunAndTheUnsplitLossesOver100Steps) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
+  TempDir dir;
+  const TrainRun whole = train_run(dir.path(), "whole", kWhole, settings(kSteps, ""));
+  const TrainRun openblas = whole_in(dir.path(), "openblas", kSteps);
+  const TrainRun onednn = whole_in(dir.path(), "onednn", kSteps);
+  for (const TrainRun* r : {&whole, &openblas, &onednn}) {
+    ASSERT_EQ(r->process.exit_code, 0) << r->process.err;
+    ASSERT_EQ(r->losses.size(), kSteps) << r->process.err;
+  }
+  auto own = [&](size_t steps) {
+    return std::max({worst_relative(openblas.losses, onednn.losses, steps),
+                     worst_relative(whole.losses, openblas.losses, steps),
+                     worst_relative(whole.losses, onednn.losses, steps)});
+  };
+  for (const std::string& split : {std::string("{cpu:0: 0.5, cpu:1: 0.5}"), kQuarter}) {
+    SCOPED_TRACE(split);
+    const std::string tag = split == kQuarter ? "quarter" : "half";
+    const TrainRun a = train_run(dir.path(), tag + "-a", kSplit, settings(kSteps, split));
+    const TrainRun b = train_run(dir.path(), tag + "-b", kSplit, settings(kSteps, split));
+    for (const TrainRun* r : {&a, &b}) ASSERT_EQ(r->process.exit_code, 0) << r->process.err;
+    ASSERT_EQ(a.losses.size(), kSteps);
+    EXPECT_EQ(a.losses, b.losses);
+    ASSERT_FALSE(a.weights.empty());
+    EXPECT_TRUE(a.weights == b.weights) << "the weights files differ";
+    const double first = worst_relative(a.losses, whole.losses, kExactSteps);
+    const double all = worst_relative(a.losses, whole.losses, kSteps);
+    std::printf(
+        "fc1 split %s: largest relative loss difference from the unsplit run: steps 1-%zu %.2e (float32's "
+        "own %.2e), steps 1-%zu %.2e (float32's own %.2e)\n",
+        split.c_str(), kExactSteps, first, own(kExactSteps), kSteps, all, own(kSteps));
+    EXPECT_LE(first, kChaosFactor * own(kExactSteps) + kFloor);
+    EXPECT_LE(all, kChaosFactor * own(kSteps) + kRtol);
+  }
+}
 
 // Name -> (shape, dtype) of every tensor of a safetensors file.
 std::map<std::string, std::string> tensors_of(const std::string& path) {
@@ -98,7 +140,7 @@ TEST(OpSplitWeights, TheFileHoldsTheUnsplitTensorsAndLoadsIntoEitherModel) {
   if (!have_data()) GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
   TempDir dir;
   const TrainRun whole = train_run(dir.path(), "whole", kWhole, settings(3, ""));
-  const TrainRun split = train_run(dir.path(), "split", kSplit, settings(3, "{cpu:0: 0.25, cpu:1: 0.75}"));
+  const TrainRun split = train_run(dir.path(), "split", kSplit, settings(3, kQuarter));
   ASSERT_EQ(whole.process.exit_code, 0) << whole.process.err;
   ASSERT_EQ(split.process.exit_code, 0) << split.process.err;
   const std::string split_weights = dir.path() + "/split/w.safetensors";
@@ -130,7 +172,7 @@ TEST(OpSplitWeights, ASplitRunResumesFromItsCheckpointToTheBit) {
                                      "train.checkpoint=" + dir.path() + "/" + tag + ".safetensors",
                                      "--set",
                                      "train.max_steps=" + std::to_string(max_steps)};
-    const std::vector<std::string> s = settings(8, "{cpu:0: 0.25, cpu:1: 0.75}");
+    const std::vector<std::string> s = settings(8, kQuarter);
     args.insert(args.end(), s.begin(), s.end());
     if (resume) args.push_back("--resume");
     ProcessResult r = run_process(args, dir.path(), {"TMPDIR=" + dir.path()});
