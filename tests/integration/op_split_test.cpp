@@ -129,6 +129,26 @@ std::map<std::string, std::string> tensors_of(const std::string& path) {
   return out;
 }
 
+// A conv2d splits by filters: conv2 over cpu:1 and cpu:0 beside fc1's
+// split, 10 steps within torch_equivalence.py's rtol of the unsplit run
+// (rounding has not grown yet: see above), the same bits run to run, the
+// unsplit model's tensors in the weights file.
+TEST(OpSplitConv, Conv2SplitByFiltersTrainsTheUnsplitLosses) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST is absent: run scripts/setup.sh";
+  TempDir dir;
+  std::vector<std::string> split = settings(10, kQuarter);
+  split.insert(split.end(), {"--set", "model.ops.conv2.split={cpu:1: 0.25, cpu:0: 0.75}"});
+  const TrainRun whole = train_run(dir.path(), "whole", kWhole, settings(10, ""));
+  const TrainRun a = train_run(dir.path(), "a", kSplit, split);
+  const TrainRun b = train_run(dir.path(), "b", kSplit, split);
+  for (const TrainRun* r : {&whole, &a, &b}) ASSERT_EQ(r->process.exit_code, 0) << r->process.err;
+  ASSERT_EQ(a.losses.size(), 10u) << a.process.err;
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_TRUE(a.weights == b.weights) << "the weights files differ";
+  EXPECT_LE(worst_relative(a.losses, whole.losses, 10), kRtol);
+  EXPECT_EQ(tensors_of(dir.path() + "/a/w.safetensors"), tensors_of(dir.path() + "/whole/w.safetensors"));
+}
+
 ProcessResult predict(const std::string& dir, const std::string& config, const std::string& weights,
                       const std::string& out) {
   return run_process({DEVMAP_COORDINATOR_BIN, "predict", config, "--weights", weights, "--input", kTestImages,
