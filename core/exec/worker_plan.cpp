@@ -220,10 +220,15 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
     p.graph.add(std::move(n));
   }
   p.graph.infer();
-  for (const Node& n : p.graph.nodes())
-    if (!n.part_of.empty() && (n.schema->split_attr.empty() || n.part_begin < 0 ||
-                               n.part_begin + n.attrs.get_int(n.schema->split_attr) > n.part_whole))
+  // A part holds rows [part_begin, part_begin + its outputs) of at most
+  // 2^31 (sizes that stay far from overflow in element offsets).
+  for (const Node& n : p.graph.nodes()) {
+    if (n.part_of.empty()) continue;
+    const int64_t outputs = n.schema->split_attr.empty() ? -1 : n.attrs.get_int(n.schema->split_attr);
+    if (outputs < 1 || n.part_begin < 0 || n.part_whole > (int64_t{1} << 31) || n.part_begin > n.part_whole ||
+        outputs > n.part_whole - n.part_begin)
       throw_runtime("malformed worker plan: op '" + n.name + "' is not a part of '" + n.part_of + "'");
+  }
   uint32_t nout = r.get_count(4);
   for (uint32_t k = 0; k < nout; ++k) p.outputs.push_back(r.get<int32_t>());
   p.input_segment = r.get_string();
