@@ -12,8 +12,10 @@
 #     calls give the same bits wherever its samples sit, pool sizes, a
 #     oneDNN sample's independence of its group);
 #   - the executor's micro-batch tests (whole batch against micro-batches
-#     of whole gradient chunks, to the bit) and offload's (parameters in
-#     host memory against on the device, to the bit);
+#     of whole gradient chunks, to the bit), offload's (parameters in
+#     host memory against on the device, to the bit) and the split-op
+#     tests (an op split into parts: the same bits run to run, the unsplit
+#     op's initial weights, its losses within float32 reordering);
 #   - one end-to-end training through the real processes, the coordinator
 #     natively and every worker_cpu under the emulated model
 #     (DEVMAP_WORKER_DIR points at a wrapper): one step of 64 as 4
@@ -26,7 +28,7 @@
 # a check fails.
 set -euo pipefail
 if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
-  sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
   [[ $# -lt 1 ]] && exit 2 || exit 0
 fi
 build=$(cd "$1" && pwd)
@@ -44,7 +46,7 @@ known=$(qemu-x86_64 -cpu help 2>/dev/null || true)
 
 kernel_filter='GradientChunks.*:Determinism.*:CpuPath/ConvOneDnn.ASamplesResultDoesNotDependOnItsGroup/*'
 kernel_filter+=':CpuPath/ConvOneDnn.PoolSizeDoesNotChangeTheBits/*'
-executor_filter='MicroBatches.*:Offload.TrainsWithTheBitsOfParametersOnTheDevice'
+executor_filter='MicroBatches.*:Offload.TrainsWithTheBitsOfParametersOnTheDevice:SplitOpExecutor.*'
 integration_filter='MicroBatchTraining.FourMicroBatchesGiveTheFullBatchUpdate'
 
 wrappers=$(mktemp -d "${TMPDIR:-/tmp}/devmap-emulated.XXXXXX")

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "coordinator/run/host_stages.h"
 #include "core/base/error.h"
 #include "core/graph/safetensors.h"
+#include "core/graph/split_op.h"
 #include "transport/params_io.h"
 
 namespace devmap {
@@ -19,20 +21,43 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A tensor a worker holds, and where it lives in a file: the whole tensor
+// `file` of shape `file_shape`, from element `offset` on. Only a part of an
+// op split across devices (core/graph/split_op.h) holds less than the whole.
 struct ParamRef {
-  std::string name, device;
+  std::string name, device;  // the worker's name ("fc1/part0.weight") and device
   Shape shape;
   bool trained = true;  // false: op state (running statistics), without optimizer state
   FileDtype stored_as = FileDtype::kF32;
+  std::string file;  // "fc1.weight"
+  Shape file_shape;
+  int64_t offset = 0;
 };
 
-// Every parameter and op state, under its "op.param" name.
+// Every parameter and op state, under its "op.param" name, in the file under
+// the whole op's.
 std::vector<ParamRef> graph_params(const Graph& g) {
   std::vector<ParamRef> out;
   for (const Node& n : g.nodes())
-    for (const ParamSpec& p : n.params)
-      out.push_back({n.name + "." + p.name, n.device, p.shape, p.trained, p.stored_as});
+    for (const ParamSpec& p : n.params) {
+      WholeParam whole = whole_param(n, p);
+      out.push_back({n.name + "." + p.name, n.device, p.shape, p.trained, p.stored_as, std::move(whole.name),
+                     std::move(whole.shape), whole.offset});
+    }
   return out;
+}
+
+// The bytes of `t` in `layout`'s data: its share of its file tensor.
+struct ByteRange {
+  uint64_t begin = 0, bytes = 0;
+  FileDtype dtype = FileDtype::kF32;
+};
+ByteRange range_of(const SafetensorsLayout& layout, const ParamRef& t) {
+  const SafetensorsEntry* e = layout.find(t.file);
+  assert(e && "the layout holds every tensor's file tensor");
+  const uint64_t element = (e->end - e->begin) / static_cast<uint64_t>(t.file_shape.numel());
+  return {e->begin + static_cast<uint64_t>(t.offset) * element, static_cast<uint64_t>(t.shape.numel()) * element,
+          e->dtype};
 }
 
 void fsync_path(const std::string& path, int flags) {
@@ -50,11 +75,11 @@ void params_io(WorkerGroup& workers, const std::vector<ParamRef>& tensors, const
   std::map<std::string, ParamsIo> by_device;
   for (const ParamRef& t : tensors) {
     if (hosts && !hosts->local(t.device)) continue;
-    const SafetensorsEntry* e = layout.find(t.name);
+    const ByteRange r = range_of(layout, t);
     ParamsIo& io = by_device[t.device];
     io.op = op;
     io.path = path;
-    io.entries.push_back({t.name, layout.data_start + e->begin, e->end - e->begin, e->dtype});
+    io.entries.push_back({t.name, layout.data_start + r.begin, r.bytes, r.dtype});
   }
   std::map<std::string, std::string> frames;
   for (const auto& [device, io] : by_device)
@@ -75,9 +100,9 @@ void move_ranges(const HostStages& hosts, const std::vector<ParamRef>& tensors, 
   for (const ParamRef& t : tensors) {
     if (hosts.local(t.device) == (hosts.rank() == 0)) continue;
     const int peer = hosts.rank() == 0 ? hosts.rank_of(t.device) : 0;
-    const SafetensorsEntry* e = layout.find(t.name);
-    buf.resize(e->end - e->begin);
-    const off_t at = static_cast<off_t>(layout.data_start + e->begin);
+    const ByteRange r = range_of(layout, t);
+    buf.resize(r.bytes);
+    const off_t at = static_cast<off_t>(layout.data_start + r.begin);
     if (direction == RangeDirection::kToFile) {
       hosts.recv(buf.data(), buf.size(), peer);
       if (::pwrite(fd, buf.data(), buf.size(), at) != static_cast<ssize_t>(buf.size()))
@@ -135,7 +160,8 @@ void exchange_local_ranges(WorkerGroup& workers, const std::vector<ParamRef>& te
 
 SafetensorsLayout layout_of(const std::vector<ParamRef>& tensors, const std::map<std::string, std::string>& metadata) {
   std::vector<SafetensorsTensor> list;
-  for (const ParamRef& t : tensors) list.push_back({t.name, t.shape, t.stored_as});
+  for (const ParamRef& t : tensors)
+    if (t.offset == 0) list.push_back({t.file, t.file_shape, t.stored_as});  // the first part, or the whole
   return make_safetensors_layout(list, metadata);
 }
 
@@ -190,7 +216,8 @@ std::vector<ParamRef> state_tensors(const std::vector<ParamRef>& params, const O
   std::vector<ParamRef> slots;
   for (const ParamRef& p : params)
     for (int k = 0; p.trained && k < optimizer_state_count(optimizer.kind); ++k)
-      slots.push_back({p.name + ".opt" + std::to_string(k), p.device, p.shape});
+      slots.push_back({p.name + ".opt" + std::to_string(k), p.device, p.shape, true, FileDtype::kF32,
+                       p.file + ".opt" + std::to_string(k), p.file_shape, p.offset});
   return slots;
 }
 
@@ -225,24 +252,24 @@ std::map<std::string, std::string> load_tensors(WorkerGroup& workers, const std:
   }
   SafetensorsLayout layout = read_safetensors_layout(path);
   for (const ParamRef& p : tensors) {
-    const SafetensorsEntry* e = layout.find(p.name);
-    if (!e) throw_invalid(path + ": missing tensor '" + p.name + "' that the " + what + " needs");
-    if (e->shape != p.shape)
-      throw_invalid(path + ": tensor '" + p.name + "' has shape " + e->shape.to_string() + ", the " + what + "'s is " +
-                    p.shape.to_string());
+    const SafetensorsEntry* e = layout.find(p.file);
+    if (!e) throw_invalid(path + ": missing tensor '" + p.file + "' that the " + what + " needs");
+    if (e->shape != p.file_shape)
+      throw_invalid(path + ": tensor '" + p.file + "' has shape " + e->shape.to_string() + ", the " + what + "'s is " +
+                    p.file_shape.to_string());
     // A count may come as F32 too (weights files of devmap before it wrote I64).
     if (e->dtype != p.stored_as && e->dtype != FileDtype::kF32)
-      throw_invalid(path + ": tensor '" + p.name + "' has dtype " + file_dtype_name(e->dtype) + ", the " + what +
+      throw_invalid(path + ": tensor '" + p.file + "' has dtype " + file_dtype_name(e->dtype) + ", the " + what +
                     "'s is " + file_dtype_name(p.stored_as));
     if (e->dtype != p.stored_as && hosts && !hosts->local(p.device))
-      throw_invalid(path + ": tensor '" + p.name + "' is stored as " + file_dtype_name(e->dtype) +
+      throw_invalid(path + ": tensor '" + p.file + "' is stored as " + file_dtype_name(e->dtype) +
                     " (an earlier devmap's file) and its device " + p.device +
                     " is on another host: resume it once on one host, whose checkpoints store it as " +
                     file_dtype_name(p.stored_as));
   }
   for (const SafetensorsEntry& e : layout.entries) {
     bool known = false;
-    for (const ParamRef& p : tensors) known = known || p.name == e.name;
+    for (const ParamRef& p : tensors) known = known || p.file == e.name;
     if (!known) throw_invalid(path + ": tensor '" + e.name + "' is not part of this " + what);
   }
   params_io(workers, tensors, layout, ParamsIo::Op::kLoad, path);

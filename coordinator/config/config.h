@@ -182,8 +182,12 @@ struct Config {
   //   "op's device"
   //   "group 'features'"
   //   kPlacedByDefault
+  //   kPlacedBySplit (a part of a split op), kPlacedBySplitConsumer (the
+  //   concat that joins the parts, where the op's first consumer runs)
   std::vector<std::string> placement_reason;
   static constexpr const char* kPlacedByDefault = "device_map.default";
+  static constexpr const char* kPlacedBySplit = "op's split";
+  static constexpr const char* kPlacedBySplitConsumer = "op's split (joined where its consumer runs)";
 
   // The YAML after overrides, as text: written beside each run's metrics.
   std::string resolved_yaml;

@@ -61,7 +61,7 @@ inline const std::vector<std::string> kDevice = {"threads", "memory_limit", "aff
 // are the user's, not from a list.
 inline const std::vector<std::string> kDeviceMap = {"default", "place"};
 // An op's own keys; all others are the op's attributes.
-inline const std::vector<std::string> kOp = {"name", "op", "inputs", "device", "recompute"};
+inline const std::vector<std::string> kOp = {"name", "op", "inputs", "device", "recompute", "split"};
 // An op's `recompute` values (Node::Recompute).
 inline const std::vector<std::string> kRecompute = {"auto", "always", "never"};
 // A group's keys: an entry of model.ops (or of a group's ops) with a

@@ -51,6 +51,25 @@ DataConfig read_data(const YamlSource& src, const YAML::Node& node) {
   return data;
 }
 
+// Splits the ops with a `split` key into their parts (core/graph/split_op.h)
+// and gives each part and concat its placement reason.
+void apply_splits(ModelGraph& model, std::vector<std::string>& reasons) {
+  bool any = false;
+  for (const auto& split : model.splits) any = any || !split.empty();
+  if (!any) return;
+  std::vector<int> origin;
+  Graph graph = split_ops(model.graph, model.splits, origin);
+  std::vector<std::string> placed;
+  for (int i = 0; i < graph.size(); ++i) {
+    const size_t from = static_cast<size_t>(origin[static_cast<size_t>(i)]);
+    placed.push_back(model.splits[from].empty()      ? reasons[from]
+                     : graph.node(i).part_of.empty() ? Config::kPlacedBySplitConsumer
+                                                     : Config::kPlacedBySplit);
+  }
+  model.graph = std::move(graph);
+  reasons = std::move(placed);
+}
+
 // A number as %g writes it ("0.001", "1e-05").
 std::string shortest(double v) {
   std::ostringstream out;
@@ -261,6 +280,7 @@ Config load_tree(YAML::Node root, const std::string& name, const std::vector<std
   ModelGraph model = build_model_graph(top.value("model"), src, config.job, config.devices);
   check_place_matches(device_map.place, model.graph, model.groups, src);
   config.placement_reason = place_ops(model.graph, model.requests, device_map.place, config.default_device);
+  apply_splits(model, config.placement_reason);
   check_placed_ops_supported(model.graph, config.devices, config.placement_reason);
   config.graph = std::move(model.graph);
   config.resolved_yaml = emit(root);

@@ -6,6 +6,7 @@
 #include "coordinator/config/groups.h"
 #include "coordinator/config/keys.h"
 #include "coordinator/config/names.h"
+#include "coordinator/config/split.h"
 #include "coordinator/config/yaml/map.h"
 #include "coordinator/config/yaml/messages.h"
 #include "coordinator/config/yaml/scalar.h"
@@ -23,8 +24,9 @@ class OpBuilder {
             const std::vector<DeviceSpec>& devices)
       : src_(src), graph_(graph), all_names_(all_names), devices_(devices) {}
 
-  // The op, and the device it names itself ("" when none) in `own_device`.
-  Node build(const OpEntry& op, std::string& own_device) {
+  // The op, the device it names itself ("" when none) in `own_device` and
+  // the parts of its `split` (none when absent) in `split`.
+  Node build(const OpEntry& op, std::string& own_device, std::vector<SplitShare>& split) {
     const YAML::Node& item = op.item;
     const std::string& entry = op.label;
     if (!item.IsMap())
@@ -50,6 +52,13 @@ class OpBuilder {
                                             {"op '" + node.name + "' device", "op '" + node.name + "'", "is placed on"},
                                             devices_)
                      : "";
+    if (map.has("split")) {
+      if (map.has("device"))
+        src_.fail(map.key_node("device"), "op '" + node.name +
+                                              "' has both a device and a split: the split names the devices of its "
+                                              "parts; remove one of the two");
+      split = read_split(src_, map.key_node("split"), map.value("split"), node, devices_);
+    }
     return node;
   }
 
@@ -209,8 +218,10 @@ ModelGraph build_model_graph(const YAML::Node& model_node, const YamlSource& src
   OpBuilder builder(src, graph, all_names, devices);
   for (const OpEntry& op : flat.ops) {
     DeviceRequest request{"", op.group, op.group_device};
-    graph.add(builder.build(op, request.own));
+    std::vector<SplitShare> split;
+    graph.add(builder.build(op, request.own, split));
     out.requests.push_back(std::move(request));
+    out.splits.push_back(std::move(split));
   }
   graph.infer();
   check_label_classes(graph);

@@ -9,6 +9,7 @@
 #include "coordinator/config/config.h"
 #include "coordinator/config/placement.h"
 #include "coordinator/config/yaml/source.h"
+#include "core/graph/split_op.h"
 
 namespace devmap {
 
@@ -16,6 +17,9 @@ struct ModelGraph {
   Graph graph;                          // shapes inferred; node.device still empty (see place_ops)
   std::vector<DeviceRequest> requests;  // parallel to graph's nodes: the devices the model section asks for
   std::vector<std::string> groups;      // the names of model.ops' groups, in document order
+  // Parallel to graph's nodes: each op's `split` (empty: none), to apply
+  // with split_ops() once the ops are placed.
+  std::vector<std::vector<SplitShare>> splits;
 };
 
 // Reads model.ops, its groups flattened away (config_groups.h), in document

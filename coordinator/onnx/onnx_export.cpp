@@ -5,6 +5,7 @@
 
 #include "coordinator/util/version.h"
 #include "core/base/error.h"
+#include "core/graph/split_op.h"
 
 namespace devmap::onnx_io {
 namespace {
@@ -42,18 +43,23 @@ class Exporter {
     for (int64_t x : v) a->add_ints(x);
   }
 
-  // The initializer of parameter `param` of `n`, checked against its ParamSpec.
+  // The initializer of parameter `param` of `n`, checked against its ParamSpec;
+  // a part of a split op (core/graph/split_op.h) takes its rows of the whole
+  // op's tensor.
   std::string weight(const Node& n, const std::string& param) {
-    const std::string key = n.name + "." + param;
-    auto it = weights_.find(key);
-    Shape want;
+    const ParamSpec* spec = nullptr;
     for (const ParamSpec& p : n.params)
-      if (p.name == param) want = p.shape;
+      if (p.name == param) spec = &p;
+    if (!spec) throw_invalid("op " + n.name + " has no parameter '" + param + "'");
+    const WholeParam whole = whole_param(n, *spec);
+    const std::string& key = whole.name;
+    auto it = weights_.find(key);
     if (it == weights_.end()) throw_invalid("the weights have no tensor '" + key + "' that op " + n.name + " needs");
-    if (Shape(it->second.dims) != want)
+    if (Shape(it->second.dims) != whole.shape)
       throw_invalid("the weights' tensor '" + key + "' has shape " + Shape(it->second.dims).to_string() + ", op " +
-                    n.name + "'s is " + want.to_string());
-    return constant(key, it->second.dims, std::vector<float>(it->second.values.begin(), it->second.values.end()));
+                    n.name + "'s is " + whole.shape.to_string());
+    const auto first = it->second.values.begin() + whole.offset;
+    return constant(n.name + "." + param, spec->shape.dims(), std::vector<float>(first, first + spec->shape.numel()));
   }
   std::string constant(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values) {
     *out_.add_initializer() = float_tensor(name, dims, values);

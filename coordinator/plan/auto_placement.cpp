@@ -8,6 +8,7 @@
 
 #include "coordinator/config/model.h"
 #include "coordinator/config/placement.h"
+#include "coordinator/plan/auto_split.h"
 #include "coordinator/plan/calibration_cache.h"
 #include "coordinator/plan/step_costs.h"
 #include "coordinator/util/command_name.h"
@@ -70,7 +71,47 @@ bool has_auto_placement(const Config& config) {
   return false;
 }
 
+namespace {
+
+std::optional<PlacementPlan> place(Config& config, const RunOptions& options, int64_t batch, bool may_split);
+
+// No placement fits: when the op needing the most memory fits no device by
+// itself, tries it split across the devices (auto_split.h), once; throws
+// the planner's account of what would fit when that does not help either.
+std::optional<PlacementPlan> place_split(Config& config, const RunOptions& options, int64_t batch, const NoFit& no_fit,
+                                         bool may_split) {
+  const std::string message = config.path + ": " + format_no_fit(no_fit);
+  const std::vector<SplitShare> shares = may_split ? proposed_split(config, no_fit) : std::vector<SplitShare>{};
+  if (shares.empty()) throw_invalid(message);
+  Config split = config;
+  apply_split(split, no_fit.largest_op, shares);
+  const std::string key = split_key_text(shares);
+  std::optional<PlacementPlan> plan;
+  try {
+    plan = place(split, options, batch, false);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kInvalidInput) throw;
+    std::string why = e.what();
+    if (why.starts_with(config.path + ": ")) why = why.substr(config.path.size() + 2);
+    throw_invalid(message + "; split across devices as `split: " + key + "` (each part's share of " +
+                  no_fit.largest_op + " in proportion to its device's memory_limit), it still does not fit: " + why);
+  }
+  std::cerr << "devmap: auto: " << no_fit.largest_op << " fits no device by itself (it needs "
+            << format_bytes(no_fit.largest_op_bytes) << "): it runs split as `split: " << key
+            << "` (give the op that key to pin it)\n";
+  config = std::move(split);
+  return plan;
+}
+
+}  // namespace
+
 std::optional<PlacementPlan> place_automatically(Config& config, const RunOptions& options, int64_t batch) {
+  return place(config, options, batch, true);
+}
+
+namespace {
+
+std::optional<PlacementPlan> place(Config& config, const RunOptions& options, int64_t batch, bool may_split) {
   if (!has_auto_placement(config)) return std::nullopt;
   Graph& graph = config.graph;
   const bool training = config.job != Job::kPredict;
@@ -161,7 +202,7 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
     std::cerr << "devmap: placement searched " << result.plan.evaluations << " placements in " << seconds << " s"
               << (timed_out ? " and stopped at its time bound with the best found" : "") << "\n";
   }
-  if (!result.fits) throw_invalid(config.path + ": " + format_no_fit(result.no_fit));
+  if (!result.fits) return place_split(config, options, batch, result.no_fit, may_split);
   // The plan, written into the config as if the user had placed it.
   const PlacementPlan& plan = result.plan;
   for (int i = 0; i < graph.size(); ++i) {
@@ -178,6 +219,8 @@ std::optional<PlacementPlan> place_automatically(Config& config, const RunOption
   config.train.pipeline = plan.choice.kind;
   return result.plan;
 }
+
+}  // namespace
 
 void print_auto_placement(const PlacementPlan& plan, const Config& config, std::ostream& os) {
   os << "auto placement (" << (plan.exact ? "the optimum over contiguous placements" : "heuristic") << ", "

@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/graph/split_op.h"
+
 namespace devmap {
 
 namespace {
@@ -38,8 +40,11 @@ std::string config_with_device_map(const EmittedMap& m) {
   YAML::Node device_map;
   device_map["default"] = default_device;
   YAML::Node place(YAML::NodeType::Map);
-  for (const Node& n : g.nodes())
-    if (!n.device.empty() && n.device != default_device && !n.schema->fed_by_coordinator()) place[n.name] = n.device;
+  for (int i = 0; i < g.size(); ++i) {
+    const Node& n = g.node(i);
+    if (!n.device.empty() && n.device != default_device && !n.schema->fed_by_coordinator() && !made_by_split(g, i))
+      place[n.name] = n.device;
+  }
   if (place.size() > 0) device_map["place"] = place;
   root["device_map"] = device_map;
   if (root["model"] && root["model"]["ops"]) drop_devices(root["model"]["ops"]);

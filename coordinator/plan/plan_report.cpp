@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "coordinator/plan/split_report.h"
 #include "coordinator/util/json_writer.h"
 #include "core/base/format_bytes.h"
 
@@ -147,6 +148,7 @@ void print_memory_plan(const PlanReportInfo& info, const JobMemory& m, const Gra
        << " -> " << to << ", " << e.bytes << " bytes (" << format_bytes(e.bytes) << "), slot ring "
        << format_bytes(e.ring_bytes) << "\n";
   }
+  print_split_parts(split_parts(graph, m.reserve), m.reserve, m.plan.training, os);
 }
 
 std::string memory_plan_json(const PlanReportInfo& info, const JobMemory& m, const Graph& graph) {
@@ -200,6 +202,7 @@ std::string memory_plan_json(const PlanReportInfo& info, const JobMemory& m, con
     edges += (edges.size() > 1 ? "," : "") + ej.str();
   }
   j.add_raw("cut_edges", edges + "]");
+  j.add_raw("split_ops", split_parts_json(split_parts(graph, m.reserve)));
   return j.str();
 }
 

@@ -8,6 +8,7 @@
 #include "core/base/error.h"
 #include "core/base/random.h"
 #include "core/exec/host_memory.h"
+#include "core/graph/split_op.h"
 #include "core/plan/tensor_allocations.h"
 
 namespace devmap {
@@ -226,10 +227,12 @@ void Executor::init_parameters() {
       continue;
     }
     v.resize(static_cast<size_t>(count));
-    PhiloxKey key = philox_key(seed_, p.name);
+    // A part of a split op draws its rows of the whole op's parameter.
+    const WholeParam whole = whole_param(graph_.node(p.node), p.spec);
+    PhiloxKey key = philox_key(seed_, whole.name);
     float bound = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.spec.fan_in)));
     for (int64_t i = 0; i < count; ++i)
-      v[static_cast<size_t>(i)] = (2.0f * uniform_at(key, static_cast<uint64_t>(i)) - 1.0f) * bound;
+      v[static_cast<size_t>(i)] = (2.0f * uniform_at(key, static_cast<uint64_t>(whole.offset + i)) - 1.0f) * bound;
     memory_->copy_from_host(p.value.data(), v.data(), v.size() * sizeof(float));
   }
   memory_->synchronize();

@@ -136,6 +136,9 @@ std::string encode_worker_plan(const WorkerPlan& p) {
     w.put_string(n.op());
     w.put_string(n.device);
     w.put<uint8_t>(n.recomputed ? 1 : 0);
+    w.put_string(n.part_of);
+    w.put<int64_t>(n.part_begin);
+    w.put<int64_t>(n.part_whole);
     w.put<uint32_t>(static_cast<uint32_t>(n.inputs.size()));
     for (int in : n.inputs) w.put<int32_t>(in);
     w.put<uint32_t>(static_cast<uint32_t>(n.attrs.values().size()));
@@ -201,6 +204,9 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
     if (!n.schema) throw_runtime("worker plan names op '" + op + "', which this worker does not know");
     n.device = r.get_string();
     n.recomputed = r.get<uint8_t>() != 0;
+    n.part_of = r.get_string();
+    n.part_begin = r.get<int64_t>();
+    n.part_whole = r.get<int64_t>();
     uint32_t ninputs = r.get_count(4);
     for (uint32_t k = 0; k < ninputs; ++k) {
       int32_t in = r.get<int32_t>();
@@ -216,6 +222,15 @@ WorkerPlan decode_worker_plan(std::string_view bytes) {
     p.graph.add(std::move(n));
   }
   p.graph.infer();
+  // A part holds rows [part_begin, part_begin + its outputs) of at most
+  // 2^31 (sizes that stay far from overflow in element offsets).
+  for (const Node& n : p.graph.nodes()) {
+    if (n.part_of.empty()) continue;
+    const int64_t outputs = n.schema->split_attr.empty() ? -1 : n.attrs.get_int(n.schema->split_attr);
+    if (outputs < 1 || n.part_begin < 0 || n.part_whole > (int64_t{1} << 31) || n.part_begin > n.part_whole ||
+        outputs > n.part_whole - n.part_begin)
+      throw_runtime("malformed worker plan: op '" + n.name + "' is not a part of '" + n.part_of + "'");
+  }
   uint32_t nout = r.get_count(4);
   for (uint32_t k = 0; k < nout; ++k) p.outputs.push_back(r.get<int32_t>());
   p.input_segment = r.get_string();

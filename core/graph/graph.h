@@ -25,6 +25,12 @@ struct Node {
   // The plan's choice: the output is dropped after the forward pass and
   // computed again in the backward pass (core/plan/recompute.h).
   bool recomputed = false;
+  // A part of an op split across devices (core/graph/split_op.h): the split
+  // op's name, the first of its outputs this part computes and how many the
+  // whole op has. Its parameters are those rows of the whole op's
+  // parameters: drawn, saved and loaded as them. `part_of` empty: not a part.
+  std::string part_of;
+  int64_t part_begin = 0, part_whole = 0;
 
   // Filled by Graph::infer().
   std::vector<Shape> input_shapes;

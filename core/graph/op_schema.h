@@ -89,6 +89,12 @@ struct OpSchema {
   // its ParamSpecs are not trained (ParamSpec::trained).
   bool couples_samples = false;
   bool has_state = false;
+  // The attribute that counts the op's outputs along its first per-sample
+  // dimension (dense "units", conv2d "filters") when the op may be split
+  // across devices by them (core/graph/split_op.h): every parameter's first
+  // dimension is that count, and each output depends on its own rows of the
+  // parameters alone. Empty: the op cannot be split.
+  std::string split_attr;
 
   // The device kinds with a kernel for this op (fed ops: those whose workers
   // feed it), declared by every schema (tested: none is empty). Each kernel

@@ -20,8 +20,9 @@ std::string format_no_fit(const NoFit& f) {
     }
   }
   if (!f.largest_op.empty())
-    out +=
-        "; " + f.largest_op + " alone needs " + format_bytes(f.largest_op_bytes) + " and no op is split across devices";
+    out += "; " + f.largest_op + " alone needs " + format_bytes(f.largest_op_bytes) +
+           (f.largest_op_part_of.empty() ? " and no op is split across devices"
+                                         : " (a part of " + f.largest_op_part_of + ", split across devices)");
   if (f.suggestions.empty()) {
     out += "; the planner found no single change that fits: move pinned ops or raise several limits";
     return out;

@@ -34,6 +34,7 @@ struct NoFit {
   std::vector<FitSuggestion> suggestions;
   std::string largest_op;  // the op needing the most memory by itself, and how much
   uint64_t largest_op_bytes = 0;
+  std::string largest_op_part_of;  // the op it is a part of (core/graph/split_op.h); empty: not a part
 };
 
 // "no placement fits the devices' memory_limit, even as micro-batches of 1

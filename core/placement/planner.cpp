@@ -223,6 +223,7 @@ NoFit diagnose(PlacementScorer& scorer, const ScoreLog& log, const std::vector<i
     if (scorer.op_least_bytes(op) > f.largest_op_bytes) {
       f.largest_op_bytes = scorer.op_least_bytes(op);
       f.largest_op = g.node(op).name;
+      f.largest_op_part_of = g.node(op).part_of;
     }
   f.suggestions = raise_suggestions(r, log);
   if (const std::optional<uint64_t> need = added_device_need(r))

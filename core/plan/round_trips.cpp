@@ -1,5 +1,6 @@
 #include "core/plan/round_trips.h"
 
+#include "core/graph/split_op.h"
 #include "core/plan/partition.h"
 
 namespace devmap {
@@ -22,7 +23,8 @@ void count_edges(const Graph& graph, const Program& program, int& edges, int64_t
 RoundTrips find_round_trips(const Graph& graph, const Program& program, const std::vector<bool>& placed_by_user) {
   RoundTrips trips;
   for (int i = 0; i < graph.size(); ++i) {
-    if (!computed(graph, program, i)) continue;
+    // A part of a split op is placed apart on purpose (core/graph/split_op.h).
+    if (!computed(graph, program, i) || made_by_split(graph, i)) continue;
     StrandedOp op;
     op.node = i;
     op.device = graph.node(i).device;

@@ -18,7 +18,8 @@ namespace devmap {
 // device, and whose readers (if any) run there too: what it reads leaves that
 // device and what it makes (or, training, its gradient) comes back. An op
 // that reads only what the coordinator feeds (conv1 on the GPU, the rest on
-// a CPU) is where a split starts, not a round trip.
+// a CPU) is where a split starts, not a round trip; nor is a part of an op
+// split across devices, or the concat that joins the parts.
 struct StrandedOp {
   int node = -1;
   std::string device;             // where it runs

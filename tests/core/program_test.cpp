@@ -82,6 +82,10 @@ TEST(WorkerPlan, RoundTripsThroughBytes) {
   p.graph = chain();
   p.graph.node(1).recomputed = true;  // the plan's choice travels (core/plan/recompute.h)
   p.offload = true;                   // devices.NAME.offload
+  Node& part = p.graph.node(2);       // a part of a split op travels (core/graph/split_op.h)
+  part.part_of = "whole";
+  part.part_begin = 3;
+  part.part_whole = 8;
   p.input_segment = "devmap-1-abc-input";
   p.layout = InputLayout::for_graph(p.graph, 64, 2);
   WorkerPlan q = decode_worker_plan(encode_worker_plan(p));
@@ -103,9 +107,25 @@ TEST(WorkerPlan, RoundTripsThroughBytes) {
     EXPECT_EQ(q.graph.node(i).out_shape, p.graph.node(i).out_shape);
     EXPECT_EQ(q.graph.node(i).inputs, p.graph.node(i).inputs);
     EXPECT_EQ(q.graph.node(i).recomputed, p.graph.node(i).recomputed);
+    EXPECT_EQ(q.graph.node(i).part_of, p.graph.node(i).part_of);
+    EXPECT_EQ(q.graph.node(i).part_begin, p.graph.node(i).part_begin);
+    EXPECT_EQ(q.graph.node(i).part_whole, p.graph.node(i).part_whole);
   }
   EXPECT_EQ(q.layout.slot_bytes, p.layout.slot_bytes);
   EXPECT_EQ(q.layout.input_offsets, p.layout.input_offsets);
+}
+
+TEST(WorkerPlan, APartBeyondItsWholeOpIsAnError) {
+  WorkerPlan p;
+  p.graph = chain();
+  p.layout = InputLayout::for_graph(p.graph, 8, 2);
+  Node& part = p.graph.node(2);  // 5 units
+  part.part_of = "whole";
+  part.part_begin = 4;
+  part.part_whole = 8;
+  EXPECT_THROW(decode_worker_plan(encode_worker_plan(p)), Error);
+  part.part_begin = 3;
+  EXPECT_NO_THROW(decode_worker_plan(encode_worker_plan(p)));
 }
 
 TEST(WorkerPlan, TruncatedBytesAreAnErrorNotACrash) {

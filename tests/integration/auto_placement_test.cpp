@@ -101,6 +101,39 @@ TEST_F(AutoPlacement, BudgetsNoPlacementMeetsExitTwoWithWhatWouldFit) {
   EXPECT_NE(q.out.find("of 48.00 MiB\n"), std::string::npos) << q.out;
 }
 
+// fc1 (36.77 MiB with its gradient and momentum) fits neither 28 MiB
+// device: auto runs it split in proportion to the limits, says so and
+// keeps to both; at 16 MiB even the split does not fit (exit 2, both
+// accounts).
+TEST_F(AutoPlacement, AnOpThatFitsNoDeviceRunsSplitAcrossThem) {
+  const ProcessResult p = coordinator(
+      join({"plan", kSplit, "--set", "devices.cpu:0.memory_limit=28MiB", "--set", "devices.cpu:1.memory_limit=28MiB"},
+           kAllAuto));
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.err.find("devmap: auto: fc1 fits no device by itself (it needs 36.77 MiB): it runs split as "
+                       "`split: {cpu:0: 0.5, cpu:1: 0.5}`"),
+            std::string::npos)
+      << p.err;
+  EXPECT_NE(p.out.find("    fc1/part0 on cpu:0: units 0..511 (512), parameters 6.13 MiB"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("    fc1/part1 on cpu:1: units 512..1023 (512), parameters 6.13 MiB"), std::string::npos)
+      << p.out;
+  size_t within = 0;  // each device in the placement and in the memory plan
+  for (size_t at = p.out.find("of 28.00 MiB\n"); at != std::string::npos; at = p.out.find("of 28.00 MiB\n", at + 1))
+    ++within;
+  EXPECT_EQ(within, 4u) << p.out;
+  EXPECT_EQ(p.out.find("DOES NOT FIT"), std::string::npos) << p.out;
+  const ProcessResult q = coordinator(
+      join({"plan", kSplit, "--set", "devices.cpu:0.memory_limit=16MiB", "--set", "devices.cpu:1.memory_limit=16MiB"},
+           kAllAuto));
+  EXPECT_EQ(q.exit_code, 2) << q.out;
+  EXPECT_NE(q.err.find("fc1 alone needs 36.77 MiB and no op is split across devices"), std::string::npos) << q.err;
+  EXPECT_NE(q.err.find("; split across devices as `split: {cpu:0: 0.5, cpu:1: 0.5}` (each part's share of fc1 in "
+                       "proportion to its device's memory_limit), it still does not fit: "),
+            std::string::npos)
+      << q.err;
+  EXPECT_NE(q.err.find("alone needs 18.38 MiB (a part of fc1, split across devices)"), std::string::npos) << q.err;
+}
+
 TEST_F(AutoPlacement, AGpuThatCannotRunHereGetsNoOp) {
   const ProcessResult p =
       coordinator({"plan", std::string(DEVMAP_SOURCE_DIR) + "/configs/fashion_mnist_cnn_gpu_split.yaml", "--set",

@@ -18,6 +18,9 @@ linear warm-up: devmap's train.optimizer.schedule, and PyTorch's
 SequentialLR(LinearLR, CosineAnnealingLR or StepLR); the rate devmap logs
 for each step must be PyTorch's too.
 
+CONFIG may be configs/fashion_mnist_cnn_split_op.yaml too: the same model with
+fc1 split across two devices, whose weights file holds the same tensors.
+
 Exit 0 when every step agrees within rtol; 77 (skipped) without torch.
 """
 import argparse

@@ -71,6 +71,7 @@ OpSchema conv2d_schema() {
     if (rough * 16 > 0x1p58) return uint64_t{1} << 62;
     return conv_cpu_workspace_bytes(g, conv_algorithm_of(a, g), std::clamp<int64_t>(batch, 1, 8));
   };
+  s.split_attr = "filters";  // groups 1 only (core/graph/split_op.h)
   return s;
 }
 

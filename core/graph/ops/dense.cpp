@@ -28,6 +28,7 @@ OpSchema dense_schema() {
     return 2.0 * static_cast<double>(in[0][0] * out[0]);
   };
   s.input_gradient_flops_factor = 1.0;
+  s.split_attr = "units";
   return s;
 }
 

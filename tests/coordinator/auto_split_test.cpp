@@ -1,0 +1,73 @@
+// auto's split lever (coordinator/plan/auto_split.h): which op it splits,
+// with which shares, and when it does not.
+#include "coordinator/plan/auto_split.h"
+
+#include <gtest/gtest.h>
+
+#include "coordinator/config/loader.h"
+
+namespace devmap {
+namespace {
+
+Config cnn(const std::string& limits, const std::string& fc1_device = "auto") {
+  return load_config_text("devices:\n" + limits +
+                              "device_map: {default: auto}\n"
+                              "model:\n"
+                              "  ops:\n"
+                              "    - {name: image, op: input, shape: [1, 8, 8]}\n"
+                              "    - {name: label, op: labels, classes: 100}\n"
+                              "    - {name: flat, op: flatten, inputs: [image]}\n"
+                              "    - {name: fc1, op: dense, inputs: [flat], units: 100, device: " +
+                              fc1_device +
+                              "}\n"
+                              "    - {name: loss, op: softmax_cross_entropy, inputs: [fc1, label]}\n",
+                          "a.yaml");
+}
+
+NoFit fc1_needs(uint64_t bytes) {
+  NoFit f;
+  f.largest_op = "fc1";
+  f.largest_op_bytes = bytes;
+  return f;
+}
+
+const std::string kLimits = "  cpu:0: {memory_limit: 24MiB}\n  cpu:1: {memory_limit: 40MiB}\n";
+
+TEST(AutoSplit, SharesFollowTheLimitsOfTheDevicesThatRunTheOp) {
+  const std::vector<SplitShare> shares = proposed_split(cnn(kLimits), fc1_needs(uint64_t{48} << 20));
+  ASSERT_EQ(shares.size(), 2u);
+  EXPECT_EQ(shares[0].device, "cpu:0");
+  EXPECT_DOUBLE_EQ(shares[0].share, 0.375);
+  EXPECT_EQ(shares[1].device, "cpu:1");
+  EXPECT_DOUBLE_EQ(shares[1].share, 0.625);
+  EXPECT_EQ(split_key_text(shares), "{cpu:0: 0.375, cpu:1: 0.625}");
+}
+
+TEST(AutoSplit, NoSplitWhereTheOpFitsADeviceIsPinnedOrADeviceHasNoLimit) {
+  EXPECT_TRUE(proposed_split(cnn(kLimits), fc1_needs(uint64_t{30} << 20)).empty()) << "fits cpu:1";
+  EXPECT_TRUE(proposed_split(cnn(kLimits, "cpu:0"), fc1_needs(uint64_t{48} << 20)).empty()) << "pinned";
+  EXPECT_TRUE(
+      proposed_split(cnn("  cpu:0: {memory_limit: 24MiB}\n  cpu:1: {}\n"), fc1_needs(uint64_t{48} << 20)).empty())
+      << "cpu:1 has no limit";
+  NoFit flat = fc1_needs(uint64_t{48} << 20);
+  flat.largest_op = "flat";
+  EXPECT_TRUE(proposed_split(cnn(kLimits), flat).empty()) << "flatten cannot split";
+}
+
+TEST(AutoSplit, TheSplitConfigHoldsThePartsAndTheirReasons) {
+  Config c = cnn(kLimits);
+  apply_split(c, "fc1", {{"cpu:0", 0.375}, {"cpu:1", 0.625}});
+  ASSERT_EQ(c.placement_reason.size(), static_cast<size_t>(c.graph.size()));
+  const int p0 = c.graph.find("fc1/part0"), p1 = c.graph.find("fc1/part1"), fc1 = c.graph.find("fc1");
+  ASSERT_GE(p0, 0);
+  ASSERT_GE(p1, 0);
+  EXPECT_EQ(c.graph.node(p0).attrs.get_int("units"), 38);
+  EXPECT_EQ(c.graph.node(p1).device, "cpu:1");
+  EXPECT_EQ(c.graph.node(fc1).op(), "concat");
+  EXPECT_EQ(c.graph.node(fc1).device, "auto") << "where the loss runs: the planner's to place";
+  EXPECT_EQ(c.placement_reason[static_cast<size_t>(p0)], "auto split");
+  EXPECT_EQ(c.placement_reason[static_cast<size_t>(fc1)], Config::kPlacedBySplitConsumer);
+}
+
+}  // namespace
+}  // namespace devmap

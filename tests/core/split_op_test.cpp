@@ -1,0 +1,114 @@
+// One op across devices (core/graph/split_op.h): the rewrite into parts and
+// a concat, the rounding of shares, what cannot split, and where a part's
+// parameters sit in the whole op's.
+#include "core/graph/split_op.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/core/graph_builders.h"
+
+namespace devmap {
+namespace {
+
+// reference_cnn() with fc1 split over cpu:0 and cpu:1 and relu3 (fc1's
+// consumer) on cpu:1.
+Graph split_fc1(std::vector<SplitShare> shares, std::vector<int>& origin) {
+  Graph g = reference_cnn();
+  g.node(g.find("relu3")).device = "cpu:1";
+  std::vector<std::vector<SplitShare>> splits(g.nodes().size());
+  splits[static_cast<size_t>(g.find("fc1"))] = std::move(shares);
+  return split_ops(g, splits, origin);
+}
+
+TEST(SplitOp, DenseBecomesPartsOnTheirDevicesJoinedByAConcatWhereItsConsumerRuns) {
+  std::vector<int> origin;
+  const Graph whole = reference_cnn();
+  const Graph g = split_fc1({{"cpu:0", 0.25}, {"cpu:1", 0.75}}, origin);
+  ASSERT_EQ(g.size(), whole.size() + 2);
+  const Node& p0 = g.node(g.find("fc1/part0"));
+  const Node& p1 = g.node(g.find("fc1/part1"));
+  const Node& fc1 = g.node(g.find("fc1"));
+  EXPECT_EQ(p0.device, "cpu:0");
+  EXPECT_EQ(p1.device, "cpu:1");
+  EXPECT_EQ(p0.attrs.get_int("units"), 256);
+  EXPECT_EQ(p1.attrs.get_int("units"), 768);
+  EXPECT_EQ(p0.part_of, "fc1");
+  EXPECT_EQ(p0.part_begin, 0);
+  EXPECT_EQ(p1.part_begin, 256);
+  EXPECT_EQ(p1.part_whole, 1024);
+  EXPECT_EQ(p0.inputs, (std::vector<int>{g.find("flat")}));
+  EXPECT_EQ(p1.inputs, p0.inputs);
+  EXPECT_EQ(fc1.op(), "concat");
+  EXPECT_EQ(fc1.device, "cpu:1") << "where relu3 runs";
+  EXPECT_EQ(fc1.inputs, (std::vector<int>{g.find("fc1/part0"), g.find("fc1/part1")}));
+  EXPECT_EQ(fc1.out_shape, whole.node(whole.find("fc1")).out_shape);
+  EXPECT_EQ(g.node(g.find("relu3")).inputs, (std::vector<int>{g.find("fc1")}));
+  EXPECT_EQ(g.param_count(), whole.param_count()) << "the parts hold the whole op's parameters";
+  ASSERT_EQ(origin.size(), static_cast<size_t>(g.size()));
+  for (const char* n : {"fc1/part0", "fc1/part1", "fc1"})
+    EXPECT_EQ(origin[static_cast<size_t>(g.find(n))], whole.find("fc1")) << n;
+  EXPECT_EQ(origin[static_cast<size_t>(g.find("relu3"))], whole.find("relu3"));
+}
+
+TEST(SplitOp, Conv2dSplitsByFilters) {
+  Graph g = reference_cnn();
+  std::vector<std::vector<SplitShare>> splits(g.nodes().size());
+  splits[static_cast<size_t>(g.find("conv2"))] = {{"cpu:0", 0.5}, {"cpu:1", 0.25}, {"cpu:0", 0.25}};
+  std::vector<int> origin;
+  const Graph s = split_ops(g, splits, origin);
+  EXPECT_EQ(s.node(s.find("conv2/part0")).attrs.get_int("filters"), 32);
+  EXPECT_EQ(s.node(s.find("conv2/part1")).attrs.get_int("filters"), 16);
+  EXPECT_EQ(s.node(s.find("conv2/part2")).attrs.get_int("filters"), 16);
+  EXPECT_EQ(s.node(s.find("conv2/part2")).part_begin, 48);
+  EXPECT_EQ(s.node(s.find("conv2")).out_shape, (Shape{64, 14, 14}));
+  EXPECT_EQ(s.node(s.find("conv2/part1")).params[0].shape, (Shape{16, 32, 5, 5}));
+}
+
+TEST(SplitOp, SharesRoundToWholeOutputsAndEveryPartGetsOne) {
+  EXPECT_EQ(split_bounds(1024, {0.5, 0.5}, "x"), (std::vector<int64_t>{0, 512, 1024}));
+  EXPECT_EQ(split_bounds(10, {1.0 / 3, 1.0 / 3, 1.0 / 3}, "x"), (std::vector<int64_t>{0, 3, 7, 10}));
+  EXPECT_EQ(split_bounds(3, {0.34, 0.66}, "x"), (std::vector<int64_t>{0, 1, 3}));
+  try {
+    split_bounds(10, {0.01, 0.99}, "op 'fc1' split");
+    FAIL() << "a part without outputs";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_EQ(std::string(e.what()),
+              "op 'fc1' split: part 0 (share 0.01) gets none of the 10 outputs; give it a larger share or split "
+              "over fewer devices");
+  }
+}
+
+TEST(SplitOp, OnlyDenseAndUngroupedConv2dCanSplit) {
+  const Graph g = reference_cnn();
+  EXPECT_EQ(split_refusal(g.node(g.find("fc1"))), "");
+  EXPECT_EQ(split_refusal(g.node(g.find("conv1"))), "");
+  EXPECT_EQ(split_refusal(g.node(g.find("relu1"))),
+            "op 'relu1' (relu) cannot be split across devices (ops that can: conv2d, dense)");
+  Node grouped = g.node(g.find("conv2"));
+  grouped.attrs.set("groups", int64_t{2});
+  EXPECT_EQ(split_refusal(grouped),
+            "op 'conv2' (conv2d) has 2 channel groups; only a conv2d with groups 1 can be split across devices");
+}
+
+TEST(SplitOp, APartsParametersAreRowsOfTheWholeOpsTensors) {
+  std::vector<int> origin;
+  const Graph g = split_fc1({{"cpu:0", 0.25}, {"cpu:1", 0.75}}, origin);
+  const Node& p1 = g.node(g.find("fc1/part1"));
+  const WholeParam w = whole_param(p1, p1.params[0]);
+  EXPECT_EQ(w.name, "fc1.weight");
+  EXPECT_EQ(w.shape, (Shape{1024, 3136}));
+  EXPECT_EQ(w.offset, 256 * 3136);
+  const WholeParam b = whole_param(p1, p1.params[1]);
+  EXPECT_EQ(b.name, "fc1.bias");
+  EXPECT_EQ(b.shape, (Shape{1024}));
+  EXPECT_EQ(b.offset, 256);
+  const Node& logits = g.node(g.find("logits"));
+  const WholeParam l = whole_param(logits, logits.params[0]);
+  EXPECT_EQ(l.name, "logits.weight");
+  EXPECT_EQ(l.shape, logits.params[0].shape);
+  EXPECT_EQ(l.offset, 0);
+}
+
+}  // namespace
+}  // namespace devmap
