@@ -10,7 +10,6 @@
 #include "coordinator/plan/placement_dot.h"
 #include "coordinator/plan/plan_report.h"
 #include "coordinator/plan/recompute_plan.h"
-#include "coordinator/util/json_writer.h"
 #include "coordinator/plan/round_trips_report.h"
 #include "coordinator/plan/split_verdict.h"
 #include "coordinator/plan/step_costs.h"
@@ -18,6 +17,7 @@
 #include "coordinator/run/session.h"
 #include "coordinator/util/atomic_file.h"
 #include "coordinator/util/command_name.h"
+#include "coordinator/util/json_writer.h"
 
 namespace devmap {
 
