@@ -49,7 +49,14 @@ void apply_split(Config& config, const std::string& op, const std::vector<SplitS
 std::string split_key_text(const std::vector<SplitShare>& shares) {
   std::ostringstream out;
   out << "{";
-  for (size_t k = 0; k < shares.size(); ++k) out << (k ? ", " : "") << shares[k].device << ": " << shares[k].share;
+  for (size_t k = 0; k < shares.size();) {
+    size_t end = k + 1;  // the parts on shares[k]'s device that follow it
+    while (end < shares.size() && shares[end].device == shares[k].device) ++end;
+    out << (k ? ", " : "") << shares[k].device << ": " << (end - k > 1 ? "[" : "");
+    for (size_t j = k; j < end; ++j) out << (j > k ? ", " : "") << shares[j].share;
+    out << (end - k > 1 ? "]" : "");
+    k = end;
+  }
   out << "}";
   return out.str();
 }

@@ -25,7 +25,9 @@ std::vector<SplitShare> proposed_split(const Config& config, const NoFit& no_fit
 // runs, `auto` there), each part's placement reason "auto split".
 void apply_split(Config& config, const std::string& op, const std::vector<SplitShare>& shares);
 
-// "{cpu:0: 0.5, cpu:1: 0.5}": the shares as an op's `split` key pins them.
+// "{cpu:0: 0.5, cpu:1: 0.5}": the shares as an op's `split` key pins them;
+// consecutive parts on one device as its list ("{cpu:0: [0.25, 0.25], ...}").
+// Parts on one device must be consecutive (as read_split gives them).
 std::string split_key_text(const std::vector<SplitShare>& shares);
 
 }  // namespace devmap

@@ -43,6 +43,12 @@ TEST(AutoSplit, SharesFollowTheLimitsOfTheDevicesThatRunTheOp) {
   EXPECT_EQ(split_key_text(shares), "{cpu:0: 0.375, cpu:1: 0.625}");
 }
 
+TEST(AutoSplit, KeyTextListsSeveralPartsOnOneDevice) {
+  const std::vector<SplitShare> shares{{"cpu:0", 0.25}, {"cpu:0", 0.25}, {"cpu:1", 0.125}, {"cpu:1", 0.375}};
+  EXPECT_EQ(split_key_text(shares), "{cpu:0: [0.25, 0.25], cpu:1: [0.125, 0.375]}");
+  EXPECT_EQ(split_key_text({{"cpu:1", 0.5}, {"cpu:0", 0.25}, {"cpu:0", 0.25}}), "{cpu:1: 0.5, cpu:0: [0.25, 0.25]}");
+}
+
 TEST(AutoSplit, NoSplitWhereTheOpFitsADeviceIsPinnedOrADeviceHasNoLimit) {
   EXPECT_TRUE(proposed_split(cnn(kLimits), fc1_needs(uint64_t{30} << 20)).empty()) << "fits cpu:1";
   EXPECT_TRUE(proposed_split(cnn(kLimits, "cpu:0"), fc1_needs(uint64_t{48} << 20)).empty()) << "pinned";
