@@ -1,6 +1,6 @@
-// Several parts of one op on each device (configs/fashion_mnist_cnn_16mib.yaml):
-// fc1 runs as 16 parts, 8 on cpu:0 and 8 on cpu:1, both devices offloaded
-// and limited to 16 MiB, so each device stages two parts at a time. The
+// Several parts of one op on a device (configs/fashion_mnist_cnn_16mib.yaml):
+// fc1 runs as 16 parts on cpu:0, conv2 on cpu:1, both devices offloaded
+// and limited to 16 MiB, so cpu:0 stages two parts at a time. The
 // run fits: each worker's allocator peaks at exactly its plan, under the
 // limit; the same config gives the same bits run to run; and its weights
 // file holds the unsplit model's tensors, so it predicts the same labels
@@ -83,29 +83,40 @@ TEST(SplitParts16MiB, TrainsUnderBothLimitsWithTheSameBitsAndLoadsIntoTheUnsplit
   EXPECT_TRUE(read_file(dir.path() + "/parts.csv") == labels) << "the predicted labels differ";
 }
 
-// plan lists every part under `split ops`, with the input counted once for
-// the device's first part; each device stages two parts, not its half.
-TEST(SplitParts16MiB, PlanShowsEveryPartAndTheInputOncePerDevice) {
+// plan lists every part under `split ops`: the config's 16 parts on cpu:0,
+// each device staging two parts, not the whole op.
+TEST(SplitParts16MiB, PlanListsEveryPartAndStagesTwoOfThem) {
   TempDir dir;
   const ProcessResult r = run_process({DEVMAP_COORDINATOR_BIN, "plan", kParts}, dir.path(), {"TMPDIR=" + dir.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // flat is made on cpu:1 (98.0 KiB a micro-batch of 8): cpu:0's first part
-  // receives it, its later parts share it.
-  EXPECT_NE(r.out.find("    fc1/part0 on cpu:0: units 0..63 (64), parameters 784.2 KiB, input in 98.0 KiB, output "
-                       "out -\n"),
-            std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("    fc1/part7 on cpu:0: units 448..511 (64), parameters 784.2 KiB, input in -, output out -\n"),
-            std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("    fc1/part15 on cpu:1: units 960..1023 (64), parameters 784.2 KiB, input in -, output "
-                       "out 2.0 KiB\n"),
-            std::string::npos)
-      << r.out;
-  // Two parts' parameters and gradients: 2 x 2 x 784.2 KiB.
+  for (int k = 0; k < 16; ++k) {
+    const std::string units = std::to_string(64 * k) + ".." + std::to_string(64 * k + 63);
+    EXPECT_NE(r.out.find("    fc1/part" + std::to_string(k) + " on cpu:0: units " + units +
+                         " (64), parameters 784.2 KiB, input in -, output out -\n"),
+              std::string::npos)
+        << k << "\n"
+        << r.out;
+  }
+  // Two parts' parameters and gradients: 2 x 2 x 784.2 KiB (not fc1's 24.5 MiB).
   EXPECT_NE(r.out.find("  offload staging pool on the device (the two largest ops' shares): 3.06 MiB\n"),
             std::string::npos)
       << r.out;
+  EXPECT_EQ(r.out.find("micro-batches of 1;"), std::string::npos) << r.out;
+}
+
+// Parts on both devices, two on each: the input crosses once to cpu:1, so
+// only its first part there counts it; every part there sends its output.
+TEST(SplitParts16MiB, PlanCountsTheInputOncePerDevice) {
+  TempDir dir;
+  const ProcessResult r = run_process({DEVMAP_COORDINATOR_BIN, "plan", kParts, "--set",
+                                       "model.ops.fc1.split={cpu:0: [0.25, 0.25], cpu:1: [0.25, 0.25]}"},
+                                      dir.path(), {"TMPDIR=" + dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line :
+       {"    fc1/part1 on cpu:0: units 256..511 (256), parameters 3.06 MiB, input in -, output out -\n",
+        "    fc1/part2 on cpu:1: units 512..767 (256), parameters 3.06 MiB, input in 24.5 KiB, output out 2.0 KiB\n",
+        "    fc1/part3 on cpu:1: units 768..1023 (256), parameters 3.06 MiB, input in -, output out 2.0 KiB\n"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
 }
 
 }  // namespace
