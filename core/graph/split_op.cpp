@@ -41,7 +41,7 @@ std::vector<int64_t> split_bounds(int64_t outputs, const std::vector<double>& sh
   for (size_t k = 0; k < shares.size(); ++k)
     if (bounds[k + 1] <= bounds[k])
       throw_invalid(who + ": part " + std::to_string(k) + " (share " + shortest(shares[k]) + ") gets none of the " +
-                    std::to_string(outputs) + " outputs; give it a larger share or split over fewer devices");
+                    std::to_string(outputs) + " outputs; give it a larger share or split into fewer parts");
   return bounds;
 }
 

@@ -18,6 +18,8 @@
 namespace devmap {
 
 // One part of a split: a device and its share of the outputs, in (0, 1].
+// Several parts may share a device: each is an op of its own (so an
+// offloaded device fetches the op's parameters a part at a time).
 struct SplitShare {
   std::string device;
   double share = 0;

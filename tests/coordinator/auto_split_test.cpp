@@ -43,6 +43,28 @@ TEST(AutoSplit, SharesFollowTheLimitsOfTheDevicesThatRunTheOp) {
   EXPECT_EQ(split_key_text(shares), "{cpu:0: 0.375, cpu:1: 0.625}");
 }
 
+// fc1 holds 26000 bytes of parameters (6400 weights and 100 biases), so
+// training stages 52000 for the whole op: cpu:0's half, 26000, in parts of
+// at most an eighth of its 64 KiB (8192 bytes) is 4 parts; cpu:1 keeps its
+// parameters on the device and gets one part.
+TEST(AutoSplit, AnOffloadedDeviceGetsItsShareAsPartsThatStageInAQuarterOfItsLimit) {
+  const Config c = cnn("  cpu:0: {memory_limit: 64KiB, offload: parameters}\n  cpu:1: {memory_limit: 64KiB}\n");
+  const std::vector<SplitShare> shares = proposed_split(c, fc1_needs(uint64_t{1} << 20));
+  EXPECT_EQ(split_key_text(shares), "{cpu:0: [0.125, 0.125, 0.125, 0.125], cpu:1: 0.5}");
+  const std::vector<SplitShare> both = proposed_split(
+      cnn("  cpu:0: {memory_limit: 64KiB, offload: parameters}\n  cpu:1: {memory_limit: 192KiB, offload: "
+          "parameters}\n"),
+      fc1_needs(uint64_t{1} << 20));
+  // 1/4 of 52000 in 8192-byte parts: 2; 3/4 in 24576-byte parts: 2.
+  EXPECT_EQ(split_key_text(both), "{cpu:0: [0.125, 0.125], cpu:1: [0.375, 0.375]}");
+}
+
+TEST(AutoSplit, KeyTextListsSeveralPartsOnOneDevice) {
+  const std::vector<SplitShare> shares{{"cpu:0", 0.25}, {"cpu:0", 0.25}, {"cpu:1", 0.125}, {"cpu:1", 0.375}};
+  EXPECT_EQ(split_key_text(shares), "{cpu:0: [0.25, 0.25], cpu:1: [0.125, 0.375]}");
+  EXPECT_EQ(split_key_text({{"cpu:1", 0.5}, {"cpu:0", 0.25}, {"cpu:0", 0.25}}), "{cpu:1: 0.5, cpu:0: [0.25, 0.25]}");
+}
+
 TEST(AutoSplit, NoSplitWhereTheOpFitsADeviceIsPinnedOrADeviceHasNoLimit) {
   EXPECT_TRUE(proposed_split(cnn(kLimits), fc1_needs(uint64_t{30} << 20)).empty()) << "fits cpu:1";
   EXPECT_TRUE(proposed_split(cnn(kLimits, "cpu:0"), fc1_needs(uint64_t{48} << 20)).empty()) << "pinned";

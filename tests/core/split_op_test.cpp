@@ -50,6 +50,30 @@ TEST(SplitOp, DenseBecomesPartsOnTheirDevicesJoinedByAConcatWhereItsConsumerRuns
   EXPECT_EQ(origin[static_cast<size_t>(g.find("relu3"))], whole.find("relu3"));
 }
 
+TEST(SplitOp, SeveralPartsOnOneDeviceAreOpsOfTheirOwnInShareOrder) {
+  std::vector<int> origin;
+  const Graph g = split_fc1({{"cpu:0", 0.125}, {"cpu:0", 0.375}, {"cpu:1", 0.25}, {"cpu:1", 0.25}}, origin);
+  std::vector<int> parts;
+  int64_t row = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    const int i = g.find(part_name("fc1", k));
+    ASSERT_GE(i, 0) << k;
+    parts.push_back(i);
+    const Node& p = g.node(i);
+    EXPECT_EQ(p.device, k < 2 ? "cpu:0" : "cpu:1") << k;
+    EXPECT_EQ(p.part_begin, row) << "parts follow one another: " << k;
+    const WholeParam w = whole_param(p, p.params[0]);
+    EXPECT_EQ(w.name, "fc1.weight");
+    EXPECT_EQ(w.shape, (Shape{1024, 3136}));
+    EXPECT_EQ(w.offset, row * 3136) << "its rows of the whole weight: " << k;
+    row += p.attrs.get_int("units");
+  }
+  EXPECT_EQ(row, 1024);
+  EXPECT_EQ(g.node(parts[0]).attrs.get_int("units"), 128);
+  EXPECT_EQ(g.node(parts[1]).attrs.get_int("units"), 384);
+  EXPECT_EQ(g.node(g.find("fc1")).inputs, parts) << "the concat joins them in part order";
+}
+
 TEST(SplitOp, Conv2dSplitsByFilters) {
   Graph g = reference_cnn();
   std::vector<std::vector<SplitShare>> splits(g.nodes().size());
@@ -75,7 +99,7 @@ TEST(SplitOp, SharesRoundToWholeOutputsAndEveryPartGetsOne) {
     EXPECT_EQ(e.exit_code(), 2);
     EXPECT_EQ(std::string(e.what()),
               "op 'fc1' split: part 0 (share 0.01) gets none of the 10 outputs; give it a larger share or split "
-              "over fewer devices");
+              "into fewer parts");
   }
 }
 

@@ -101,9 +101,10 @@ TEST(PlanCommand, TheResnetsBuffersShareMemoryByLifetime) {
 // allocator peaks at exactly the bytes its device's plan holds.
 TEST(ArenaPeak, EveryShippedCpuConfigAllocatesItsPlan) {
   if (!std::filesystem::exists(kTrainImages)) GTEST_SKIP() << kTrainImages << " is absent: run scripts/setup.sh";
-  for (const char* name : {"fashion_mnist_cnn", "fashion_mnist_cnn_3way", "fashion_mnist_cnn_auto",
-                           "fashion_mnist_cnn_budget", "fashion_mnist_cnn_offload", "fashion_mnist_cnn_split",
-                           "fashion_mnist_mlp", "fashion_mnist_resnet", "fashion_mnist_resnet_split"}) {
+  for (const char* name :
+       {"fashion_mnist_cnn", "fashion_mnist_cnn_3way", "fashion_mnist_cnn_auto", "fashion_mnist_cnn_budget",
+        "fashion_mnist_cnn_offload", "fashion_mnist_cnn_split", "fashion_mnist_cnn_16mib", "fashion_mnist_mlp",
+        "fashion_mnist_resnet", "fashion_mnist_resnet_split"}) {
     TempDir dir;
     const std::string metrics = dir.path() + "/m.jsonl";
     std::vector<std::string> args{"train",     kConfigs + name + ".yaml",

@@ -19,7 +19,8 @@ SequentialLR(LinearLR, CosineAnnealingLR or StepLR); the rate devmap logs
 for each step must be PyTorch's too.
 
 CONFIG may be configs/fashion_mnist_cnn_split_op.yaml too: the same model with
-fc1 split across two devices, whose weights file holds the same tensors.
+fc1 split across two devices, whose weights file holds the same tensors; or
+configs/fashion_mnist_cnn_16mib.yaml, fc1 as 16 parts on one offloaded device.
 
 Exit 0 when every step agrees within rtol; 77 (skipped) without torch.
 """
