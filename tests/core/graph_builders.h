@@ -89,16 +89,21 @@ inline Graph residual_blocks() {
 }
 
 // The memory plan of `g`'s training program at `batch`, every device at
-// `limit` (0: none) with `optimizer_states` state tensors a parameter, the
-// graph's image and label fed by the coordinator.
-inline MemoryPlan training_memory_plan(const Graph& g, int64_t batch, uint64_t limit, int optimizer_states) {
+// `limit` (0: none) with `optimizer_states` state tensors a parameter (and
+// its parameters offloaded when `offload`), the graph's image and label fed
+// by the coordinator.
+inline MemoryPlan training_memory_plan(const Graph& g, int64_t batch, uint64_t limit, int optimizer_states,
+                                       bool offload = false) {
   const Program p = build_training_program(g);
   const Partition part = partition_program(g, p);
   PlanInputs in;
   in.graph = &g;
   in.program = &p;
   in.partition = &part;
-  for (const std::string& d : part.devices) in.devices.push_back(PlanDevice{d, limit, true, nullptr});
+  for (const std::string& d : part.devices) {
+    in.devices.push_back(PlanDevice{d, limit, true, nullptr});
+    in.devices.back().offload = offload;
+  }
   in.optimizer_states = optimizer_states;
   in.external = {g.find("image"), g.find("label")};
   return plan_memory(in, batch);

@@ -70,18 +70,7 @@ Trained train(const Graph& g, bool offload, int micro, OptimizerConfig::Kind kin
 }
 
 DeviceMemoryPlan planned(const Graph& g, bool offload, OptimizerConfig::Kind kind) {
-  const Program p = build_training_program(g);
-  const Partition part = partition_program(g, p);
-  PlanInputs in;
-  in.graph = &g;
-  in.program = &p;
-  in.partition = &part;
-  PlanDevice d{"cpu:0", 0, true, nullptr};
-  d.offload = offload;
-  in.devices.push_back(d);
-  in.optimizer_states = optimizer_state_count(kind);
-  in.external = {g.find("image"), g.find("label")};
-  return plan_memory(in, 8).devices.at(0);
+  return training_memory_plan(g, 8, 0, optimizer_state_count(kind), offload).devices.at(0);
 }
 
 TEST(Offload, TrainsWithTheBitsOfParametersOnTheDevice) {

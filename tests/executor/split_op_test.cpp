@@ -99,16 +99,9 @@ Trained train(const Graph& g) {
 }
 
 uint64_t planned_total(const Graph& g, int64_t batch) {
-  const Program p = build_training_program(g);
-  const Partition part = partition_program(g, p);
-  PlanInputs in;
-  in.graph = &g;
-  in.program = &p;
-  in.partition = &part;
-  in.devices.push_back(PlanDevice{"cpu:0", 0, true, nullptr});
-  in.optimizer_states = optimizer_state_count(OptimizerConfig::Kind::kMomentum);
-  in.external = {g.find("image"), g.find("label")};
-  return plan_memory(in, batch).devices.at(0).total();
+  return training_memory_plan(g, batch, 0, optimizer_state_count(OptimizerConfig::Kind::kMomentum))
+      .devices.at(0)
+      .total();
 }
 
 TEST(SplitOpExecutor, PartsStartFromTheWholeOpsWeightsAndTrainWithinFloatReordering) {
