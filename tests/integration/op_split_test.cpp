@@ -51,23 +51,7 @@ double worst_relative(const std::vector<std::string>& a, const std::vector<std::
 // The unsplit model with every GEMM in one library (DEVMAP_GEMM,
 // core/exec/gemm_library.h): the same sums in another float32 order.
 TrainRun whole_in(const std::string& dir, const std::string& library, int steps) {
-  const std::string sub = dir + "/" + library;
-  std::filesystem::create_directories(sub);
-  std::vector<std::string> args = {DEVMAP_COORDINATOR_BIN,
-                                   "train",
-                                   kWhole,
-                                   "--metrics",
-                                   sub + "/m.jsonl",
-                                   "--log-every",
-                                   "1",
-                                   "--set",
-                                   "train.checkpoint=" + sub + "/w.safetensors"};
-  const std::vector<std::string> s = settings(steps, "");
-  args.insert(args.end(), s.begin(), s.end());
-  TrainRun r;
-  r.process = run_process(args, sub, {"TMPDIR=" + sub, "DEVMAP_GEMM=" + library});
-  r.losses = step_losses_in(read_file(sub + "/m.jsonl"));
-  return r;
+  return train_run(dir, library, kWhole, settings(steps, ""), {"DEVMAP_GEMM=" + library});
 }
 
 // Training this model in float32 is chaotic: rounding in another order

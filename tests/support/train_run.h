@@ -1,7 +1,7 @@
 // One short training run of an integration test: the coordinator trains
-// `config` with `extra` options in DIR/TAG, logging every step; the result
-// holds the process, each step's loss (as written), the metrics file and
-// the weights file.
+// `config` with `extra` options (and `env` set) in DIR/TAG, logging every
+// step; the result holds the process, each step's loss (as written), the
+// metrics file and the weights file.
 #pragma once
 
 #include <filesystem>
@@ -20,7 +20,7 @@ struct TrainRun {
 };
 
 inline TrainRun train_run(const std::string& dir, const std::string& tag, const std::string& config,
-                          const std::vector<std::string>& extra) {
+                          const std::vector<std::string>& extra, std::vector<std::string> env = {}) {
   const std::string sub = dir + "/" + tag;
   std::filesystem::create_directories(sub);
   std::vector<std::string> args = {DEVMAP_COORDINATOR_BIN,
@@ -34,10 +34,11 @@ inline TrainRun train_run(const std::string& dir, const std::string& tag, const 
                                    "train.checkpoint=" + sub + "/w.safetensors"};
   args.insert(args.end(), extra.begin(), extra.end());
   TrainRun r;
-  r.process = run_process(args, sub, {"TMPDIR=" + sub});
+  env.push_back("TMPDIR=" + sub);
+  r.process = run_process(args, sub, env);
   r.metrics = read_file(sub + "/m.jsonl");
   r.weights = read_file(sub + "/w.safetensors");
-  for (const std::string& line : lines_with(r.metrics, "step")) r.losses.push_back(json_field(line, "loss"));
+  r.losses = step_losses_in(r.metrics);
   return r;
 }
 
