@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -97,14 +98,29 @@ TEST(PlanCommand, TheResnetsBuffersShareMemoryByLifetime) {
   EXPECT_NE(t.out.find("tensor arena (buffers share memory by lifetime): "), std::string::npos) << t.out;
 }
 
+// The shipped configs whose devices run only worker_cpu (`plan
+// --worker-programs` says which programs a config's devices run), by name.
+std::vector<std::string> shipped_cpu_configs() {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(kConfigs)) {
+    if (e.path().extension() != ".yaml") continue;
+    TempDir dir;
+    const ProcessResult programs =
+        run_process({DEVMAP_COORDINATOR_BIN, "plan", e.path().string(), "--worker-programs"}, dir.path());
+    EXPECT_EQ(programs.exit_code, 0) << e.path() << "\n" << programs.err;
+    if (programs.out == "worker_cpu\n") names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 // Every shipped config that runs on CPUs, one training step: each worker's
 // allocator peaks at exactly the bytes its device's plan holds.
 TEST(ArenaPeak, EveryShippedCpuConfigAllocatesItsPlan) {
   if (!std::filesystem::exists(kTrainImages)) GTEST_SKIP() << kTrainImages << " is absent: run scripts/setup.sh";
-  for (const char* name :
-       {"fashion_mnist_cnn", "fashion_mnist_cnn_3way", "fashion_mnist_cnn_auto", "fashion_mnist_cnn_budget",
-        "fashion_mnist_cnn_offload", "fashion_mnist_cnn_split", "fashion_mnist_cnn_16mib", "fashion_mnist_mlp",
-        "fashion_mnist_resnet", "fashion_mnist_resnet_split"}) {
+  const std::vector<std::string> names = shipped_cpu_configs();
+  EXPECT_GE(names.size(), 11u) << "the CPU configs of configs/";
+  for (const std::string& name : names) {
     TempDir dir;
     const std::string metrics = dir.path() + "/m.jsonl";
     std::vector<std::string> args{"train",     kConfigs + name + ".yaml",
@@ -113,7 +129,7 @@ TEST(ArenaPeak, EveryShippedCpuConfigAllocatesItsPlan) {
                                   "--set",     "data.test_limit=64",
                                   "--set",     "train.checkpoint=" + dir.path() + "/w.safetensors",
                                   "--metrics", metrics};
-    if (std::string(name).starts_with("fashion_mnist_resnet"))  // its warm-up would outlast the one step
+    if (name.starts_with("fashion_mnist_resnet"))  // its warm-up would outlast the one step
       args.insert(args.end(), {"--set", "train.optimizer.schedule.warmup_steps=0"});
     args.insert(args.begin(), DEVMAP_COORDINATOR_BIN);
     // The auto config calibrates: into the test's own cache.
