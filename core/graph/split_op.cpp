@@ -2,19 +2,10 @@
 
 #include <cassert>
 #include <cmath>
-#include <sstream>
+
+#include "core/base/format_number.h"
 
 namespace devmap {
-namespace {
-
-// A number as %g writes it ("0.25").
-std::string shortest(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
-
-}  // namespace
 
 std::string split_refusal(const Node& node) {
   const std::string who = "op '" + node.name + "' (" + node.op() + ")";
@@ -40,8 +31,9 @@ std::vector<int64_t> split_bounds(int64_t outputs, const std::vector<double>& sh
   bounds.push_back(outputs);
   for (size_t k = 0; k < shares.size(); ++k)
     if (bounds[k + 1] <= bounds[k])
-      throw_invalid(who + ": part " + std::to_string(k) + " (share " + shortest(shares[k]) + ") gets none of the " +
-                    std::to_string(outputs) + " outputs; give it a larger share or split into fewer parts");
+      throw_invalid(who + ": part " + std::to_string(k) + " (share " + format_number(shares[k]) +
+                    ") gets none of the " + std::to_string(outputs) +
+                    " outputs; give it a larger share or split into fewer parts");
   return bounds;
 }
 

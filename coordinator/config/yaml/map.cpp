@@ -1,21 +1,12 @@
 #include "coordinator/config/yaml/map.h"
 
 #include <algorithm>
-#include <sstream>
 
 #include "coordinator/config/yaml/messages.h"
 #include "coordinator/config/yaml/scalar.h"
+#include "core/base/format_number.h"
 
 namespace devmap {
-namespace {
-
-std::string format_number(double x) {
-  std::ostringstream out;
-  out << x;
-  return out.str();
-}
-
-}  // namespace
 
 bool NumberRange::contains(double x) const {
   bool above = lo_inclusive ? x >= lo : x > lo;
