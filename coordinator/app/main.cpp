@@ -44,7 +44,7 @@ int run_job(CommandLine& cl, Config& config, const TrainReplica& replica = {}) {
   if (job != Job::kPlan) resolve_gpu_placement(config, cl.run, std::cerr);
   // device_map `auto`: the planner places what the user left to it, from
   // op times measured first (train) or as the cache has them.
-  std::optional<PlacementPlan> auto_plan;
+  std::optional<AutoPlan> auto_plan;
   if (has_auto_placement(config)) {
     if (job == Job::kTrain) calibrate(config, cl.run, {}, calibration_path(cl.run), std::cerr);
     auto_plan = place_automatically(config, cl.run, job == Job::kTrain ? 0 : cl.predict.batch);

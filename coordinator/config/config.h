@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "core/base/error.h"
 #include "core/exec/kernel.h"
 #include "core/graph/graph.h"
+#include "core/graph/split_op.h"
 #include "core/plan/pipeline_schedule.h"
 
 namespace devmap {
@@ -32,6 +34,9 @@ struct DeviceSpec {
   // gradients and optimizer state live in host memory outside memory_limit
   // and stream through a staging pool (core/plan/offload_layout.h).
   bool offload = false;
+  // Whether the config gives `offload` (`none` included): `auto` placement
+  // turns offload on by itself only where it is not given.
+  bool offload_given = false;
   // CPU core ids the device's worker is pinned to: distinct, each in
   // [0, 1024), in the order written. Empty = not pinned.
   std::vector<int> affinity;
@@ -188,6 +193,10 @@ struct Config {
   static constexpr const char* kPlacedByDefault = "device_map.default";
   static constexpr const char* kPlacedBySplit = "op's split";
   static constexpr const char* kPlacedBySplitConsumer = "op's split (joined where its consumer runs)";
+
+  // The splits `auto` chose (coordinator/plan/auto_levers.h), by op: the
+  // shares its `split` key would pin (--emit-map writes them).
+  std::map<std::string, std::vector<SplitShare>> auto_splits;
 
   // The YAML after overrides, as text: written beside each run's metrics.
   std::string resolved_yaml;

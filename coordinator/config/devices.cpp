@@ -61,6 +61,7 @@ DeviceSpec read_device(const YamlSource& src, const YAML::Node& key, const YAML:
   if (map.has("memory_limit")) spec.memory_limit = read_memory_limit(map);
   if (map.has("affinity")) spec.affinity = read_affinity(src, map);
   if (map.has("offload")) {
+    spec.offload_given = true;
     spec.offload = map.get_choice("offload", "none", {"none", "parameters"}) == "parameters";
     if (spec.offload && spec.kind == DeviceKind::kGpu)
       map.fail_value("offload",

@@ -8,7 +8,7 @@
 
 #include "coordinator/config/model.h"
 #include "coordinator/config/placement.h"
-#include "coordinator/plan/auto_split.h"
+#include "coordinator/plan/auto_levers.h"
 #include "coordinator/plan/calibration_cache.h"
 #include "coordinator/plan/step_costs.h"
 #include "coordinator/util/command_name.h"
@@ -73,46 +73,14 @@ bool has_auto_placement(const Config& config) {
 
 namespace {
 
-std::optional<PlacementPlan> place(Config& config, const RunOptions& options, int64_t batch, bool may_split);
+// One run of the placement planner over `config` as it is (a prediction
+// gets its argmax op added to the graph).
+struct Attempt {
+  PlacementResult result;
+  std::map<std::string, double> flops_per_s;  // each device's speed, as the planner had it
+};
 
-// No placement fits: when the op needing the most memory fits no device by
-// itself, tries it split across the devices (auto_split.h), once; throws
-// the planner's account of what would fit when that does not help either.
-std::optional<PlacementPlan> place_split(Config& config, const RunOptions& options, int64_t batch, const NoFit& no_fit,
-                                         bool may_split) {
-  const std::string message = config.path + ": " + format_no_fit(no_fit);
-  const std::vector<SplitShare> shares = may_split ? proposed_split(config, no_fit) : std::vector<SplitShare>{};
-  if (shares.empty()) throw_invalid(message);
-  Config split = config;
-  apply_split(split, no_fit.largest_op, shares);
-  const std::string key = split_key_text(shares);
-  std::optional<PlacementPlan> plan;
-  try {
-    plan = place(split, options, batch, false);
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::kInvalidInput) throw;
-    std::string why = e.what();
-    if (why.starts_with(config.path + ": ")) why = why.substr(config.path.size() + 2);
-    throw_invalid(message + "; split across devices as `split: " + key + "` (each part's share of " +
-                  no_fit.largest_op + " in proportion to its device's memory_limit), it still does not fit: " + why);
-  }
-  std::cerr << "devmap: auto: " << no_fit.largest_op << " fits no device by itself (it needs "
-            << format_bytes(no_fit.largest_op_bytes) << "): it runs split as `split: " << key
-            << "` (give the op that key to pin it)\n";
-  config = std::move(split);
-  return plan;
-}
-
-}  // namespace
-
-std::optional<PlacementPlan> place_automatically(Config& config, const RunOptions& options, int64_t batch) {
-  return place(config, options, batch, true);
-}
-
-namespace {
-
-std::optional<PlacementPlan> place(Config& config, const RunOptions& options, int64_t batch, bool may_split) {
-  if (!has_auto_placement(config)) return std::nullopt;
+Attempt attempt_placement(Config& config, const RunOptions& options, int64_t batch) {
   Graph& graph = config.graph;
   const bool training = config.job != Job::kPredict;
   PlacementRequest r;
@@ -193,7 +161,9 @@ std::optional<PlacementPlan> place(Config& config, const RunOptions& options, in
     timed_out = timed_out || s > kPlacementSeconds;
     return timed_out || interrupted();
   };
-  PlacementResult result = plan_placement(r);
+  Attempt attempt{plan_placement(r), {}};
+  for (const PlannerDevice& p : r.devices) attempt.flops_per_s[p.name] = p.rates.flops_per_s;
+  PlacementResult& result = attempt.result;
   if (interrupted()) throw_runtime("placement interrupted");
   if (said || timed_out) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -202,9 +172,12 @@ std::optional<PlacementPlan> place(Config& config, const RunOptions& options, in
     std::cerr << "devmap: placement searched " << result.plan.evaluations << " placements in " << seconds << " s"
               << (timed_out ? " and stopped at its time bound with the best found" : "") << "\n";
   }
-  if (!result.fits) return place_split(config, options, batch, result.no_fit, may_split);
-  // The plan, written into the config as if the user had placed it.
-  const PlacementPlan& plan = result.plan;
+  return attempt;
+}
+
+// The plan written into the config as if the user had placed it.
+void write_placement(Config& config, const PlacementPlan& plan) {
+  Graph& graph = config.graph;
   for (int i = 0; i < graph.size(); ++i) {
     Node& n = graph.node(i);
     const std::string& chosen = plan.placement[static_cast<size_t>(i)];
@@ -217,15 +190,39 @@ std::optional<PlacementPlan> place(Config& config, const RunOptions& options, in
   check_placed_ops_supported(graph, config.devices, config.placement_reason);
   config.train.micro_batches = plan.choice.micro_batches;
   config.train.pipeline = plan.choice.kind;
-  return result.plan;
 }
 
 }  // namespace
 
-void print_auto_placement(const PlacementPlan& plan, const Config& config, std::ostream& os) {
+std::optional<AutoPlan> place_automatically(Config& config, const RunOptions& options, int64_t batch) {
+  if (!has_auto_placement(config)) return std::nullopt;
+  Attempt first = attempt_placement(config, options, batch);
+  AutoPlan out;
+  if (first.result.fits) {
+    out.plan = std::move(first.result.plan);
+  } else {
+    LeverChoice levers = choose_levers(config, first.result.no_fit, first.flops_per_s, [&](Config& variant) {
+      return attempt_placement(variant, options, batch).result;
+    });
+    for (const std::string& used : levers.used) std::cerr << "devmap: auto: " << used << "\n";
+    config = std::move(levers.config);
+    out.plan = std::move(levers.plan);
+    out.levers = std::move(levers.used);
+    out.not_taken = std::move(levers.not_taken);
+  }
+  write_placement(config, out.plan);
+  return out;
+}
+
+void print_auto_placement(const AutoPlan& chosen, const Config& config, std::ostream& os) {
+  const PlacementPlan& plan = chosen.plan;
   os << "auto placement (" << (plan.exact ? "the optimum over contiguous placements" : "heuristic") << ", "
      << plan.evaluations << " placements scored): " << describe_placement(config.graph, plan.placement) << "\n";
   os << "  predicted step " << ms(plan.choice.step_seconds) << ": " << choice_text(plan.choice) << "\n";
+  if (!chosen.levers.empty()) os << "  levers, since nothing fits without them:\n";
+  for (const std::string& l : chosen.levers) os << "    " << l << "\n";
+  if (!chosen.not_taken.empty()) os << "  levers not taken:\n";
+  for (const std::string& l : chosen.not_taken) os << "    " << l << "\n";
   for (const DeviceForecast& d : plan.devices)
     os << "  " << d.device << ": busy " << ms(d.busy_seconds) << ", idle " << ms(d.idle_seconds) << "; memory "
        << format_bytes(d.memory_bytes) << " of " << (d.memory_limit ? format_bytes(d.memory_limit) : "no limit")
@@ -250,7 +247,8 @@ void print_auto_placement(const PlacementPlan& plan, const Config& config, std::
        << "): " << r.reason() << "\n";
 }
 
-std::string auto_placement_json(const PlacementPlan& plan) {
+std::string auto_placement_json(const AutoPlan& chosen) {
+  const PlacementPlan& plan = chosen.plan;
   JsonObject j;
   std::string placement = "[";
   for (const std::string& d : plan.placement) placement += (placement.size() > 1 ? "," : "") + JsonObject::quote(d);
@@ -285,6 +283,12 @@ std::string auto_placement_json(const PlacementPlan& plan) {
   std::string estimated = "[";
   for (const std::string& e : plan.estimated) estimated += (estimated.size() > 1 ? "," : "") + JsonObject::quote(e);
   j.add_raw("estimated", estimated + "]");
+  for (const auto& [key, lines] :
+       {std::pair{"levers", &chosen.levers}, std::pair{"levers_not_taken", &chosen.not_taken}}) {
+    std::string list = "[";
+    for (const std::string& l : *lines) list += (list.size() > 1 ? "," : "") + JsonObject::quote(l);
+    j.add_raw(key, list + "]");
+  }
   return j.str();
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "coordinator/config/config.h"
 #include "coordinator/config/run_options.h"
@@ -20,19 +21,29 @@ namespace devmap {
 // Whether any op's device is kAutoDevice.
 bool has_auto_placement(const Config& config);
 
+// What `auto` chose: the placement with its micro-batches and schedule,
+// and the levers beyond them it pulled because nothing fit without
+// (auto_levers.h), each with why, and the combinations it did not take.
+struct AutoPlan {
+  PlacementPlan plan;
+  std::vector<std::string> levers;
+  std::vector<std::string> not_taken;
+};
+
 // Plans the placement of the auto ops and writes it into `config`: every
 // op's device (placement_reason "auto"), train.micro_batches and
-// train.pipeline. `batch`: the job's samples per step (0: the config's).
-// Returns the planner's result (nullopt when no op is auto). Throws
-// devmap::Error (kInvalidInput, exit 2) when no placement fits, with the
-// planner's account of what would.
-std::optional<PlacementPlan> place_automatically(Config& config, const RunOptions& options, int64_t batch = 0);
+// train.pipeline, and when nothing fits as written, the levers chosen (an
+// op split into parts, devices' offload). `batch`: the job's samples per
+// step (0: the config's). Returns nullopt when no op is auto. Throws
+// devmap::Error (kInvalidInput, exit 2) when no placement fits with any
+// lever, with the planner's account of what would.
+std::optional<AutoPlan> place_automatically(Config& config, const RunOptions& options, int64_t batch = 0);
 
 // The plan as `coordinator plan` prints it: the chosen placement, the
-// predicted step, each device's busy and idle time and memory against its
-// limit, the bytes crossing per step, what was estimated, and the
-// runners-up with why they lost.
-void print_auto_placement(const PlacementPlan& plan, const Config& config, std::ostream& os);
-std::string auto_placement_json(const PlacementPlan& plan);
+// predicted step, the levers, each device's busy and idle time and memory
+// against its limit, the bytes crossing per step, what was estimated, and
+// the runners-up with why they lost.
+void print_auto_placement(const AutoPlan& plan, const Config& config, std::ostream& os);
+std::string auto_placement_json(const AutoPlan& plan);
 
 }  // namespace devmap

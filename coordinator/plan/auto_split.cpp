@@ -41,30 +41,90 @@ std::vector<SplitShare> offload_parts(const Config& config, const Node& node, co
   return out;
 }
 
-std::vector<SplitShare> proposed_split(const Config& config, const NoFit& no_fit) {
-  const int op = config.graph.find(no_fit.largest_op);
-  if (op < 0) return {};
-  const Node& node = config.graph.node(op);
-  if (node.device != kAutoDevice || !node.part_of.empty() || !split_refusal(node).empty()) return {};
-  std::vector<SplitShare> shares;
-  double total = 0;
-  for (const DeviceSpec& d : config.devices) {
-    if (!node.schema->runs_on(d.kind)) continue;
-    if (d.memory_limit <= 0 || static_cast<uint64_t>(d.memory_limit) >= no_fit.largest_op_bytes) return {};
-    shares.push_back({d.name, static_cast<double>(d.memory_limit)});
-    total += static_cast<double>(d.memory_limit);
+namespace {
+
+// Shares of `weight` (one per device, positive), each at most its `cap`,
+// what a capped device cannot take spread over the others by weight.
+// Empty when the caps sum to less than 1.
+std::vector<double> capped_shares(const std::vector<double>& weight, const std::vector<double>& cap) {
+  double cap_sum = 0;
+  for (double c : cap) cap_sum += c;
+  if (cap_sum < 1) return {};
+  std::vector<double> share(weight.size(), 0);
+  std::vector<bool> capped(weight.size(), false);
+  for (size_t round = 0; round < weight.size(); ++round) {
+    double left = 1, free_weight = 0;
+    for (size_t i = 0; i < weight.size(); ++i) {
+      if (capped[i])
+        left -= share[i];
+      else
+        free_weight += weight[i];
+    }
+    bool changed = false;
+    for (size_t i = 0; i < weight.size(); ++i) {
+      if (capped[i]) continue;
+      share[i] = left * weight[i] / free_weight;
+      if (share[i] > cap[i]) {
+        share[i] = cap[i];
+        capped[i] = changed = true;
+      }
+    }
+    if (!changed) break;
   }
-  if (shares.size() < 2) return {};
-  for (SplitShare& s : shares) s.share /= total;
-  shares = offload_parts(config, node, shares);
+  return share;
+}
+
+// `fractions` with each device's share cut into parts (offload_parts),
+// if every part keeps an output; else empty.
+std::vector<SplitShare> checked_parts(const Config& config, const Node& node, const std::vector<SplitShare>& shares) {
+  std::vector<SplitShare> parts = offload_parts(config, node, shares);
   std::vector<double> fractions;
-  for (const SplitShare& s : shares) fractions.push_back(s.share);
+  for (const SplitShare& s : parts) fractions.push_back(s.share);
   try {
     split_bounds(node.attrs.get_int(node.schema->split_attr), fractions, "op '" + node.name + "' split");
   } catch (const Error&) {
     return {};
   }
-  return shares;
+  return parts;
+}
+
+}  // namespace
+
+std::vector<ProposedSplit> proposed_splits(const Config& config, const NoFit& no_fit,
+                                           const std::map<std::string, double>& flops_per_s) {
+  const int op = config.graph.find(no_fit.largest_op);
+  if (op < 0) return {};
+  const Node& node = config.graph.node(op);
+  if (node.device != kAutoDevice || !node.part_of.empty() || !split_refusal(node).empty()) return {};
+  std::vector<const DeviceSpec*> devices;
+  for (const DeviceSpec& d : config.devices) {
+    if (!node.schema->runs_on(d.kind)) continue;
+    if (d.memory_limit <= 0 || static_cast<uint64_t>(d.memory_limit) >= no_fit.largest_op_bytes) return {};
+    devices.push_back(&d);
+  }
+  if (devices.size() < 2) return {};
+  double slowest = 0;
+  for (const auto& [name, rate] : flops_per_s) slowest = slowest > 0 ? std::min(slowest, rate) : rate;
+  std::vector<double> speed, limit, cap;
+  for (const DeviceSpec* d : devices) {
+    const auto rate = flops_per_s.find(d->name);
+    speed.push_back(rate != flops_per_s.end() && rate->second > 0 ? rate->second : std::max(slowest, 1.0));
+    limit.push_back(static_cast<double>(d->memory_limit));
+    cap.push_back(d->offload ? 1.0 : std::min(1.0, limit.back() / static_cast<double>(no_fit.largest_op_bytes)));
+  }
+  auto as_shares = [&](const std::vector<double>& fractions) {
+    std::vector<SplitShare> shares;
+    for (size_t i = 0; i < devices.size(); ++i) shares.push_back({devices[i]->name, fractions[i]});
+    return checked_parts(config, node, shares);
+  };
+  std::vector<ProposedSplit> out;
+  if (const std::vector<double> by_speed = capped_shares(speed, cap); !by_speed.empty())
+    if (std::vector<SplitShare> s = as_shares(by_speed); !s.empty())
+      out.push_back({std::move(s), "by the devices' speed, within what each memory_limit holds of it"});
+  if (std::vector<SplitShare> s = as_shares(capped_shares(limit, std::vector<double>(limit.size(), 1.0)));
+      !s.empty() && (out.empty() || split_key_text(s) != split_key_text(out.front().shares)))
+    out.push_back({std::move(s), "in proportion to the devices' memory_limit"});
+  return out;
 }
 
 void apply_split(Config& config, const std::string& op, const std::vector<SplitShare>& shares) {
@@ -83,6 +143,7 @@ void apply_split(Config& config, const std::string& op, const std::vector<SplitS
   }
   config.graph = std::move(graph);
   config.placement_reason = std::move(reasons);
+  config.auto_splits[op] = shares;
 }
 
 std::string split_key_text(const std::vector<SplitShare>& shares) {
@@ -98,6 +159,21 @@ std::string split_key_text(const std::vector<SplitShare>& shares) {
   }
   out << "}";
   return out.str();
+}
+
+std::string split_description(const std::vector<SplitShare>& shares) {
+  constexpr size_t kMostPartsAsKey = 4;
+  std::ostringstream runs;
+  bool equal = true;
+  for (size_t k = 0; k < shares.size();) {
+    size_t end = k + 1;  // the parts on shares[k]'s device that follow it
+    while (end < shares.size() && shares[end].device == shares[k].device) ++end;
+    for (size_t j = k; j < end; ++j) equal = equal && shares[j].share == shares[k].share;
+    runs << (k ? ", " : "") << end - k << " of " << shares[k].share << " on " << shares[k].device;
+    k = end;
+  }
+  if (shares.size() <= kMostPartsAsKey || !equal) return "as `split: " + split_key_text(shares) + "`";
+  return "into " + std::to_string(shares.size()) + " parts (" + runs.str() + ")";
 }
 
 }  // namespace devmap

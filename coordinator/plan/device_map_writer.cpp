@@ -3,8 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <map>
+#include <optional>
 #include <sstream>
 
+#include "coordinator/plan/auto_split.h"
 #include "core/graph/split_op.h"
 
 namespace devmap {
@@ -20,6 +22,30 @@ void drop_devices(YAML::Node ops) {
     item.remove("device");
     if (item["ops"]) drop_devices(item["ops"]);
   }
+}
+
+// The op item named `name` under `ops` (in groups too), if there is one.
+std::optional<YAML::Node> op_item(YAML::Node ops, const std::string& name) {
+  if (!ops.IsSequence()) return std::nullopt;
+  for (YAML::Node item : ops) {
+    if (!item.IsMap()) continue;
+    if (item["ops"]) {
+      if (std::optional<YAML::Node> found = op_item(item["ops"], name)) return found;
+    } else if (item["name"] && item["name"].as<std::string>() == name) {
+      return item;
+    }
+  }
+  return std::nullopt;
+}
+
+// What `auto` chose beyond placement written as keys: each split op's
+// `split`, `offload: parameters` on the devices it offloaded.
+void write_levers(YAML::Node& root, const Config& config) {
+  for (const auto& [op, shares] : config.auto_splits)
+    if (std::optional<YAML::Node> item = op_item(root["model"]["ops"], op))
+      (*item)["split"] = YAML::Load(split_key_text(shares));
+  for (const DeviceSpec& d : config.devices)
+    if (d.offload && !d.offload_given) root["devices"][d.name]["offload"] = "parameters";
 }
 
 }  // namespace
@@ -47,7 +73,10 @@ std::string config_with_device_map(const EmittedMap& m) {
   }
   if (place.size() > 0) device_map["place"] = place;
   root["device_map"] = device_map;
-  if (root["model"] && root["model"]["ops"]) drop_devices(root["model"]["ops"]);
+  if (root["model"] && root["model"]["ops"]) {
+    drop_devices(root["model"]["ops"]);
+    write_levers(root, *m.config);
+  }
   YAML::Node train = root["train"] ? root["train"] : YAML::Node(YAML::NodeType::Map);
   YAML::Node pipeline = train["pipeline"] ? train["pipeline"] : YAML::Node(YAML::NodeType::Map);
   pipeline["micro_batches"] = m.micro_batches;

@@ -3,7 +3,9 @@
 // resolved config (overrides applied) whose device_map is replaced by
 // `default` (the device with the most ops) and `place` naming every other
 // op exactly, and no `device` on any op or group (the map alone places), and
-// whose train.pipeline micro_batches and schedule are what the plan runs.
+// whose train.pipeline micro_batches and schedule are what the plan runs,
+// with the levers `auto` chose written as keys (an op's `split`, a
+// device's `offload`).
 #pragma once
 
 #include <string>

@@ -177,6 +177,17 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
     return OpSeconds{kOpOverhead + n.forward_flops(batch) / rate,
                      n.schema->differentiable ? kOpOverhead + n.backward_flops(batch) / rate : 0.0};
   };
+  // An offloaded device's ops also copy their parameters each pass (at
+  // DeviceRates' default 10 GB/s: not measured).
+  pc.costs.op = [op = pc.costs.op, cfg, g](int node, const std::string& device, int64_t batch) {
+    OpSeconds s = op(node, device, batch);
+    const DeviceSpec* d = cfg->find_device(device);
+    if (!d || !d->offload) return s;
+    const int64_t bytes = g->node(node).trained_param_bytes();
+    s.forward += analytical_offload_seconds(bytes, false, DeviceRates{});
+    s.backward += analytical_offload_seconds(bytes, true, DeviceRates{});
+    return s;
+  };
   pc.costs.transfer = [=](const std::string& from, const std::string& to, int64_t bytes) {
     const DeviceSpec* a = cfg->find_device(from);
     const DeviceSpec* b = cfg->find_device(to);

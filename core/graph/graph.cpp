@@ -108,6 +108,13 @@ int64_t Node::param_bytes() const {
   return n * 4;
 }
 
+int64_t Node::trained_param_bytes() const {
+  int64_t n = 0;
+  for (const ParamSpec& p : params)
+    if (p.trained) n += p.shape.numel();
+  return n * 4;
+}
+
 uint64_t Node::workspace_bytes(int64_t batch) const {
   return schema->workspace_bytes ? schema->workspace_bytes(attrs, input_shapes, out_shape, batch) : 0;
 }

@@ -42,6 +42,7 @@ struct Node {
   Shape out_shape_for(int64_t batch) const { return schema->batch_reduced() ? out_shape : out_shape.with_batch(batch); }
   // Sizes the planner needs, float32.
   int64_t param_bytes() const;
+  int64_t trained_param_bytes() const;  // of the parameters with ParamSpec::trained
   int64_t activation_bytes(int64_t batch) const { return out_shape_for(batch).numel() * 4; }
   double forward_flops(int64_t batch) const;      // 0 for ops without a count
   uint64_t workspace_bytes(int64_t batch) const;  // OpSchema::workspace_bytes, 0 when none

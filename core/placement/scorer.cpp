@@ -224,7 +224,8 @@ ScheduleRequest PlacementScorer::schedule_request(const Partition& part, const s
   r.contention = request_.contention;
   for (size_t k = 0; k < part.programs.size(); ++k) {
     const int d = device_index[k];
-    r.contends.push_back(request_.devices[static_cast<size_t>(d)].host_memory);
+    const PlannerDevice& device = request_.devices[static_cast<size_t>(d)];
+    r.contends.push_back(device.host_memory);
     const DeviceProgram& dp = part.programs[k];
     for (int pass = 0; pass < (request_.training ? 2 : 1); ++pass) {
       const std::vector<Instr>& list = pass ? dp.backward : dp.forward;
@@ -239,10 +240,12 @@ ScheduleRequest PlacementScorer::schedule_request(const Partition& part, const s
             const size_t at = static_cast<size_t>(ins.node * nd + d);
             if (ins.kind == InstrKind::kForward) t += c.fwd[at];
             if (ins.kind == InstrKind::kBackward) t += c.bwd[at];
+            if (device.offload && (ins.kind == InstrKind::kForward || ins.kind == InstrKind::kBackward))
+              t += analytical_offload_seconds(graph_.node(ins.node).trained_param_bytes(),
+                                              ins.kind == InstrKind::kBackward, device.rates);
             if (ins.kind == InstrKind::kSumGrads) {
               const int node = program_.tensors[static_cast<size_t>(ins.out.at(0))].node;
-              t += analytical_sum_seconds(graph_.node(node).out_shape_for(size).numel(),
-                                          request_.devices[static_cast<size_t>(d)].rates);
+              t += analytical_sum_seconds(graph_.node(node).out_shape_for(size).numel(), device.rates);
             }
           }
           total += w * t;

@@ -70,4 +70,12 @@ double analytical_seconds(const Node& node, const DeviceRates& rates, int64_t ba
 // How `a` tensor floats are added (kSumGrads): read twice, written once.
 double analytical_sum_seconds(int64_t floats, const DeviceRates& rates);
 
+// The copies an op's pass makes on a device with `offload: parameters`
+// (core/exec/executor.cpp), per micro-batch: the forward fetches its trained
+// parameters; the backward fetches them with their gradients and writes the
+// gradients back (3 times their bytes). At the device's memory bandwidth
+// and counted as not overlapped: the copies are hidden behind the previous
+// op's compute, but on a CPU the copy thread takes a core from it.
+double analytical_offload_seconds(int64_t trained_param_bytes, bool backward, const DeviceRates& rates);
+
 }  // namespace devmap

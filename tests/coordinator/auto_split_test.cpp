@@ -33,14 +33,44 @@ NoFit fc1_needs(uint64_t bytes) {
 
 const std::string kLimits = "  cpu:0: {memory_limit: 24MiB}\n  cpu:1: {memory_limit: 40MiB}\n";
 
-TEST(AutoSplit, SharesFollowTheLimitsOfTheDevicesThatRunTheOp) {
-  const std::vector<SplitShare> shares = proposed_split(cnn(kLimits), fc1_needs(uint64_t{48} << 20));
-  ASSERT_EQ(shares.size(), 2u);
-  EXPECT_EQ(shares[0].device, "cpu:0");
-  EXPECT_DOUBLE_EQ(shares[0].share, 0.375);
-  EXPECT_EQ(shares[1].device, "cpu:1");
-  EXPECT_DOUBLE_EQ(shares[1].share, 0.625);
-  EXPECT_EQ(split_key_text(shares), "{cpu:0: 0.375, cpu:1: 0.625}");
+const std::map<std::string, double> kSameSpeed{{"cpu:0", 1e10}, {"cpu:1", 1e10}};
+
+// The first split's shares (the devices' speed, within what each limit holds).
+std::vector<SplitShare> first_split(const Config& c, const NoFit& f,
+                                    const std::map<std::string, double>& speed = kSameSpeed) {
+  const std::vector<ProposedSplit> splits = proposed_splits(c, f, speed);
+  return splits.empty() ? std::vector<SplitShare>{} : splits.front().shares;
+}
+
+// The last split's shares (in proportion to the limits).
+std::vector<SplitShare> limit_split(const Config& c, const NoFit& f) {
+  const std::vector<ProposedSplit> splits = proposed_splits(c, f, kSameSpeed);
+  return splits.empty() ? std::vector<SplitShare>{} : splits.back().shares;
+}
+
+// Equal speeds, fc1 48 MiB: cpu:0's 24 MiB holds half of it, so by speed
+// each takes half; by limit cpu:0 takes 24/64.
+TEST(AutoSplit, SharesFollowTheSpeedWithinTheLimitsThenTheLimits) {
+  const std::vector<ProposedSplit> splits = proposed_splits(cnn(kLimits), fc1_needs(uint64_t{48} << 20), kSameSpeed);
+  ASSERT_EQ(splits.size(), 2u);
+  EXPECT_EQ(split_key_text(splits[0].shares), "{cpu:0: 0.5, cpu:1: 0.5}");
+  EXPECT_EQ(splits[0].basis, "by the devices' speed, within what each memory_limit holds of it");
+  ASSERT_EQ(splits[1].shares.size(), 2u);
+  EXPECT_EQ(splits[1].shares[0].device, "cpu:0");
+  EXPECT_DOUBLE_EQ(splits[1].shares[0].share, 0.375);
+  EXPECT_DOUBLE_EQ(splits[1].shares[1].share, 0.625);
+  EXPECT_EQ(split_key_text(splits[1].shares), "{cpu:0: 0.375, cpu:1: 0.625}");
+  EXPECT_EQ(splits[1].basis, "in proportion to the devices' memory_limit");
+}
+
+// cpu:1 three times as fast: by speed it would take 0.75 of fc1 (64 MiB),
+// more than its 40 MiB holds (0.625): capped there, cpu:0 takes the rest.
+TEST(AutoSplit, AFasterDeviceTakesMoreUpToWhatItsLimitHolds) {
+  const NoFit f = fc1_needs(uint64_t{64} << 20);
+  EXPECT_EQ(split_key_text(first_split(cnn(kLimits), f, {{"cpu:0", 1e10}, {"cpu:1", 3e10}})),
+            "{cpu:0: 0.375, cpu:1: 0.625}");
+  const Config roomy = cnn("  cpu:0: {memory_limit: 60MiB}\n  cpu:1: {memory_limit: 60MiB}\n");
+  EXPECT_EQ(split_key_text(first_split(roomy, f, {{"cpu:0", 1e10}, {"cpu:1", 3e10}})), "{cpu:0: 0.25, cpu:1: 0.75}");
 }
 
 // fc1 holds 26000 bytes of parameters (6400 weights and 100 biases), so
@@ -49,12 +79,12 @@ TEST(AutoSplit, SharesFollowTheLimitsOfTheDevicesThatRunTheOp) {
 // parameters on the device and gets one part.
 TEST(AutoSplit, AnOffloadedDeviceGetsItsShareAsPartsThatStageInAQuarterOfItsLimit) {
   const Config c = cnn("  cpu:0: {memory_limit: 64KiB, offload: parameters}\n  cpu:1: {memory_limit: 64KiB}\n");
-  const std::vector<SplitShare> shares = proposed_split(c, fc1_needs(uint64_t{1} << 20));
+  const std::vector<SplitShare> shares = limit_split(c, fc1_needs(uint64_t{1} << 20));
   EXPECT_EQ(split_key_text(shares), "{cpu:0: [0.125, 0.125, 0.125, 0.125], cpu:1: 0.5}");
-  const std::vector<SplitShare> both = proposed_split(
-      cnn("  cpu:0: {memory_limit: 64KiB, offload: parameters}\n  cpu:1: {memory_limit: 192KiB, offload: "
-          "parameters}\n"),
-      fc1_needs(uint64_t{1} << 20));
+  const std::vector<SplitShare> both =
+      limit_split(cnn("  cpu:0: {memory_limit: 64KiB, offload: parameters}\n  cpu:1: {memory_limit: 192KiB, offload: "
+                      "parameters}\n"),
+                  fc1_needs(uint64_t{1} << 20));
   // 1/4 of 52000 in 8192-byte parts: 2; 3/4 in 24576-byte parts: 2.
   EXPECT_EQ(split_key_text(both), "{cpu:0: [0.125, 0.125], cpu:1: [0.375, 0.375]}");
 }
@@ -66,14 +96,13 @@ TEST(AutoSplit, KeyTextListsSeveralPartsOnOneDevice) {
 }
 
 TEST(AutoSplit, NoSplitWhereTheOpFitsADeviceIsPinnedOrADeviceHasNoLimit) {
-  EXPECT_TRUE(proposed_split(cnn(kLimits), fc1_needs(uint64_t{30} << 20)).empty()) << "fits cpu:1";
-  EXPECT_TRUE(proposed_split(cnn(kLimits, "cpu:0"), fc1_needs(uint64_t{48} << 20)).empty()) << "pinned";
-  EXPECT_TRUE(
-      proposed_split(cnn("  cpu:0: {memory_limit: 24MiB}\n  cpu:1: {}\n"), fc1_needs(uint64_t{48} << 20)).empty())
+  EXPECT_TRUE(first_split(cnn(kLimits), fc1_needs(uint64_t{30} << 20)).empty()) << "fits cpu:1";
+  EXPECT_TRUE(first_split(cnn(kLimits, "cpu:0"), fc1_needs(uint64_t{48} << 20)).empty()) << "pinned";
+  EXPECT_TRUE(first_split(cnn("  cpu:0: {memory_limit: 24MiB}\n  cpu:1: {}\n"), fc1_needs(uint64_t{48} << 20)).empty())
       << "cpu:1 has no limit";
   NoFit flat = fc1_needs(uint64_t{48} << 20);
   flat.largest_op = "flat";
-  EXPECT_TRUE(proposed_split(cnn(kLimits), flat).empty()) << "flatten cannot split";
+  EXPECT_TRUE(first_split(cnn(kLimits), flat).empty()) << "flatten cannot split";
 }
 
 TEST(AutoSplit, TheSplitConfigHoldsThePartsAndTheirReasons) {

@@ -83,14 +83,26 @@ TEST_F(AutoPlacement, PinnedOpsStayWhereTheUserPutThem) {
   EXPECT_EQ(p.out.substr(at + 31, pinned.size()), pinned) << p.out.substr(at, 200);
 }
 
+// At 16 MiB each with offload refused, nothing fits: exit 2 with the
+// config's own account, what each lever lacked, and the smallest change
+// (offload with the split would fit).
 TEST_F(AutoPlacement, BudgetsNoPlacementMeetsExitTwoWithWhatWouldFit) {
-  const ProcessResult p = coordinator(
-      join({"plan", kSplit, "--set", "devices.cpu:0.memory_limit=16MiB", "--set", "devices.cpu:1.memory_limit=16MiB"},
-           kAllAuto));
+  const ProcessResult p =
+      coordinator(join({"plan", kSplit, "--set", "devices.cpu:0={memory_limit: 16MiB, offload: none}", "--set",
+                        "devices.cpu:1={memory_limit: 16MiB, offload: none}"},
+                       kAllAuto));
   EXPECT_EQ(p.exit_code, 2) << p.out;
   EXPECT_NE(p.err.find("no placement fits the devices' memory_limit"), std::string::npos) << p.err;
   EXPECT_NE(p.err.find("fc1 alone needs"), std::string::npos) << p.err;
   EXPECT_NE(p.err.find("to fit: raise cpu:0's memory_limit to"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("; with auto's levers: fc1 split as `split: {cpu:0: 0.5, cpu:1: 0.5}`: does not fit (cpu:0 "
+                       "needs "),
+            std::string::npos)
+      << p.err;
+  EXPECT_NE(p.err.find("but the config gives cpu:0 and cpu:1 `offload: none`; the smallest change that fits: drop "
+                       "`offload: none` from cpu:0 and cpu:1"),
+            std::string::npos)
+      << p.err;
   // 32 MiB and 48 MiB: fc1 (37 MiB with its gradient and momentum) fits
   // only cpu:1, and the plan keeps to both limits.
   const ProcessResult q = coordinator(
@@ -102,18 +114,20 @@ TEST_F(AutoPlacement, BudgetsNoPlacementMeetsExitTwoWithWhatWouldFit) {
 }
 
 // fc1 (36.77 MiB with its gradient and momentum) fits neither 28 MiB
-// device: auto runs it split in proportion to the limits, says so and
-// keeps to both; at 16 MiB even the split does not fit (exit 2, both
-// accounts).
+// device: auto runs it split (equal speeds: half each), says so and keeps
+// to both limits; offload alone would fit too but is predicted slower.
 TEST_F(AutoPlacement, AnOpThatFitsNoDeviceRunsSplitAcrossThem) {
   const ProcessResult p = coordinator(
       join({"plan", kSplit, "--set", "devices.cpu:0.memory_limit=28MiB", "--set", "devices.cpu:1.memory_limit=28MiB"},
            kAllAuto));
   ASSERT_EQ(p.exit_code, 0) << p.err;
-  EXPECT_NE(p.err.find("devmap: auto: fc1 fits no device by itself (it needs 36.77 MiB): it runs split as "
-                       "`split: {cpu:0: 0.5, cpu:1: 0.5}`"),
+  EXPECT_NE(p.err.find("devmap: auto: split fc1 as `split: {cpu:0: 0.5, cpu:1: 0.5}` (shares by the devices' speed, "
+                       "within what each memory_limit holds of it): fc1 alone needs 36.77 MiB, more than any "
+                       "device's memory_limit\n"),
             std::string::npos)
       << p.err;
+  EXPECT_NE(p.out.find("  levers not taken:\n    offload parameters on cpu:0 and cpu:1: "), std::string::npos)
+      << p.out;
   EXPECT_NE(p.out.find("    fc1/part0 on cpu:0: units 0..511 (512), parameters 6.13 MiB"), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("    fc1/part1 on cpu:1: units 512..1023 (512), parameters 6.13 MiB"), std::string::npos)
       << p.out;
@@ -122,16 +136,40 @@ TEST_F(AutoPlacement, AnOpThatFitsNoDeviceRunsSplitAcrossThem) {
     ++within;
   EXPECT_EQ(within, 4u) << p.out;
   EXPECT_EQ(p.out.find("DOES NOT FIT"), std::string::npos) << p.out;
-  const ProcessResult q = coordinator(
-      join({"plan", kSplit, "--set", "devices.cpu:0.memory_limit=16MiB", "--set", "devices.cpu:1.memory_limit=16MiB"},
-           kAllAuto));
-  EXPECT_EQ(q.exit_code, 2) << q.out;
-  EXPECT_NE(q.err.find("fc1 alone needs 36.77 MiB and no op is split across devices"), std::string::npos) << q.err;
-  EXPECT_NE(q.err.find("; split across devices as `split: {cpu:0: 0.5, cpu:1: 0.5}` (each part's share of fc1 in "
-                       "proportion to its device's memory_limit), it still does not fit: "),
+}
+
+// At 16 MiB each neither the split nor offload fits alone: auto offloads
+// both devices' parameters and splits fc1 into parts each stages two at a
+// time, says which levers it used and why, and keeps to both limits; the
+// map it emits pins both levers.
+TEST_F(AutoPlacement, AtSixteenMiBAutoOffloadsAndSplitsWithinBothLimits) {
+  const std::string map = dir_.path() + "/map.yaml";
+  const ProcessResult p = coordinator(join({"plan", kSplit, "--emit-map", map, "--set",
+                                            "devices.cpu:0.memory_limit=16MiB", "--set",
+                                            "devices.cpu:1.memory_limit=16MiB"},
+                                           kAllAuto));
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.out.find("  levers, since nothing fits without them:\n"
+                       "    offload parameters on cpu:0 and cpu:1: no placement fits with every parameter on its "
+                       "device\n"
+                       "    split fc1 into 14 parts (7 of 0.0714286 on cpu:0, 7 of 0.0714286 on cpu:1) (shares by "
+                       "the devices' speed, within what each memory_limit holds of it): fc1 alone needs 36.77 MiB, "
+                       "more than any device's memory_limit\n"
+                       "  levers not taken:\n"
+                       "    fc1 split as `split: {cpu:0: 0.5, cpu:1: 0.5}`: does not fit (cpu:0 needs "),
             std::string::npos)
-      << q.err;
-  EXPECT_NE(q.err.find("alone needs 18.38 MiB (a part of fc1, split across devices)"), std::string::npos) << q.err;
+      << p.out;
+  size_t within = 0;
+  for (size_t at = p.out.find("of 16.00 MiB\n"); at != std::string::npos; at = p.out.find("of 16.00 MiB\n", at + 1))
+    ++within;
+  EXPECT_EQ(within, 4u) << p.out;
+  EXPECT_EQ(p.out.find("DOES NOT FIT"), std::string::npos) << p.out;
+  const std::string text = read_file(map);
+  EXPECT_NE(text.find("split: {cpu:0: [0.0714286, "), std::string::npos) << text;
+  EXPECT_NE(text.find("cpu:0: {threads: 1, memory_limit: 16MiB, offload: parameters}"), std::string::npos) << text;
+  const ProcessResult again = coordinator({"plan", map});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out.find("DOES NOT FIT"), std::string::npos) << again.out;
 }
 
 TEST_F(AutoPlacement, AGpuThatCannotRunHereGetsNoOp) {
