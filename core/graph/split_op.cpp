@@ -132,8 +132,9 @@ Graph split_ops(const Graph& graph, const std::vector<std::vector<SplitShare>>& 
           std::count_if(split.begin(), split.end(), [&](const SplitShare& s) { return s.device == devices[d]; });
       if (parts_here < 2) continue;
       for (size_t k = 0; k < node.inputs.size(); ++k) {
+        // The input's device in the result: a split op's is its concat's.
         const int source = node.inputs[k];
-        if (!may_grad[static_cast<size_t>(source)] || graph.node(source).device == devices[d]) continue;
+        if (!may_grad[static_cast<size_t>(source)] || out.node(copy.inputs[k]).device == devices[d]) continue;
         inputs_on[d][k] = out.add(fan_out(graph, source, copy.inputs[k], node, devices[d], fan_outs++));
         origin.push_back(i);
       }
