@@ -62,9 +62,11 @@ void apply_splits(ModelGraph& model, std::vector<std::string>& reasons) {
   std::vector<std::string> placed;
   for (int i = 0; i < graph.size(); ++i) {
     const size_t from = static_cast<size_t>(origin[static_cast<size_t>(i)]);
-    placed.push_back(model.splits[from].empty()      ? reasons[from]
-                     : graph.node(i).part_of.empty() ? Config::kPlacedBySplitConsumer
-                                                     : Config::kPlacedBySplit);
+    // The concat keeps the op's name; its parts and fan-outs are new names.
+    placed.push_back(model.splits[from].empty() ? reasons[from]
+                     : graph.node(i).name == model.graph.node(static_cast<int>(from)).name
+                         ? Config::kPlacedBySplitConsumer
+                         : Config::kPlacedBySplit);
   }
   model.graph = std::move(graph);
   reasons = std::move(placed);

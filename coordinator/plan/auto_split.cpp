@@ -137,7 +137,8 @@ void apply_split(Config& config, const std::string& op, const std::vector<SplitS
   for (int i = 0; i < graph.size(); ++i) {
     const size_t from = static_cast<size_t>(origin[static_cast<size_t>(i)]);
     if (static_cast<int>(from) == index)
-      reasons.push_back(graph.node(i).part_of.empty() ? Config::kPlacedBySplitConsumer : "auto split");
+      reasons.push_back(graph.node(i).name == op ? Config::kPlacedBySplitConsumer
+                                                 : "auto split");  // the concat: op's name
     else
       reasons.push_back(from < config.placement_reason.size() ? config.placement_reason[from] : "");
   }

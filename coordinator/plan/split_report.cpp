@@ -4,6 +4,7 @@
 
 #include "coordinator/util/json_writer.h"
 #include "core/base/format_bytes.h"
+#include "core/graph/split_op.h"
 
 namespace devmap {
 
@@ -25,9 +26,11 @@ std::vector<SplitPartReport> split_parts(const Graph& graph, int64_t batch) {
     bool first_on_device = true;  // the input crosses once, for the op's first part on the device
     for (const SplitPartReport& earlier : out)
       if (earlier.op == r.op && earlier.device == r.device) first_on_device = false;
-    for (int in : n.inputs)
+    for (int in : n.inputs) {
+      if (is_fan_out(graph, in)) in = graph.node(in).inputs.front();  // it reads the input on the part's device
       if (first_on_device && graph.node(in).device != n.device)
         r.input_bytes += static_cast<uint64_t>(graph.node(in).activation_bytes(batch));
+    }
     if (r.joined_on != n.device) r.output_bytes = static_cast<uint64_t>(n.activation_bytes(batch));
     out.push_back(std::move(r));
   }
@@ -37,7 +40,7 @@ std::vector<SplitPartReport> split_parts(const Graph& graph, int64_t batch) {
 void print_split_parts(const std::vector<SplitPartReport>& parts, int64_t batch, bool training, std::ostream& os) {
   if (parts.empty()) return;
   os << "\nsplit ops (per batch of " << batch << "; each part's input crosses once per device"
-     << (training ? ", and every tensor moved comes back as a gradient, an input's once per part" : "") << "):\n";
+     << (training ? ", and every tensor moved comes back as a gradient" : "") << "):\n";
   std::string op;
   for (const SplitPartReport& p : parts) {
     if (p.op != op) {

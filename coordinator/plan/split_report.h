@@ -19,8 +19,10 @@ struct SplitPartReport {
   uint64_t param_bytes = 0;
   // Per (micro-)batch: the op's input, received when it is made on another
   // device (the same tensor crosses once per device, whatever the parts on
-  // it: counted for the first part there, the others show none); the part's output, sent when the concat runs
-  // elsewhere. A training step moves each again as a gradient, the other way.
+  // it: counted for the first part there, the others show none); the part's
+  // output, sent when the concat runs elsewhere. A training step moves each
+  // again as a gradient, the other way: the input's also once per device,
+  // the parts there reading it through one fan-out (core/graph/split_op.h).
   uint64_t input_bytes = 0, output_bytes = 0;
   std::string joined_on;  // the concat's device
 };

@@ -5,7 +5,11 @@
 // joins their outputs where the op's first consumer runs, so every consumer
 // reads `fc1` unchanged. The parts read the op's inputs, whose gradient
 // autodiff then sums over the parts in part order (a fixed order: the same
-// split gives the same bits run to run). A part's parameters are rows of the
+// split gives the same bits run to run). Where two or more parts run on a
+// device other than an input's and the input can get a gradient, the parts
+// on that device read it through one fan-out node there (fan_out_name), so
+// their gradients are summed on that device and one gradient per device
+// crosses back, not one per part. A part's parameters are rows of the
 // whole op's (whole_param): they are drawn from the whole op's random
 // numbers and saved as one tensor per parameter, whatever the split.
 #pragma once
@@ -40,15 +44,25 @@ std::vector<int64_t> split_bounds(int64_t outputs, const std::vector<double>& sh
 // hold '/', so it never clashes with one.
 std::string part_name(const std::string& op, size_t k);
 
+// The name of fan-out k of op `op`: "fc1/fanout0", numbered in the order
+// of the devices' first parts (then of the op's inputs).
+std::string fan_out_name(const std::string& op, size_t k);
+
 // `graph` (shapes inferred, every op placed) with each node i that has
 // `splits[i]` non-empty split into parts as above (split_refusal(node) must
 // be "", and split_bounds must accept the shares), shapes inferred again.
+// Node order: the op's fan-outs, its parts in part order, the concat.
 // `origin` gets, for every node of the result, the node of `graph` it comes
-// from (a part and the concat come from the split op).
+// from (the fan-outs, the parts and the concat come from the split op).
 Graph split_ops(const Graph& graph, const std::vector<std::vector<SplitShare>>& splits, std::vector<int>& origin);
 
-// Whether node `i` of `graph` is a part of a split op or the concat that
-// joins them: the op's `split` key places those, not the device map.
+// Whether node `i` of `graph` is a fan-out that split_ops() put in front of
+// the parts of a split op on one device.
+bool is_fan_out(const Graph& graph, int i);
+
+// Whether node `i` of `graph` is a part of a split op, a fan-out in front of
+// its parts or the concat that joins them: the op's `split` key places
+// those, not the device map.
 bool made_by_split(const Graph& graph, int i);
 
 // Where a node's parameter lives in the weights file: the whole op's tensor

@@ -74,6 +74,95 @@ TEST(SplitOp, SeveralPartsOnOneDeviceAreOpsOfTheirOwnInShareOrder) {
   EXPECT_EQ(g.node(g.find("fc1")).inputs, parts) << "the concat joins them in part order";
 }
 
+// fc1 split into three parts on cpu:0 and three on cpu:1 with its input
+// `flat` on cpu:1 (relu3 too).
+Graph split_fc1_three_each(std::vector<int>& origin) {
+  Graph g = reference_cnn();
+  g.node(g.find("flat")).device = "cpu:1";
+  g.node(g.find("relu3")).device = "cpu:1";
+  std::vector<std::vector<SplitShare>> splits(g.nodes().size());
+  splits[static_cast<size_t>(g.find("fc1"))] = {{"cpu:0", 0.125}, {"cpu:1", 0.25}, {"cpu:0", 0.125},
+                                                {"cpu:1", 0.125}, {"cpu:0", 0.25}, {"cpu:1", 0.125}};
+  return split_ops(g, splits, origin);
+}
+
+TEST(SplitOp, PartsOnADeviceAwayFromTheirInputReadItThroughOneFanOut) {
+  std::vector<int> origin;
+  const Graph whole = reference_cnn();
+  const Graph g = split_fc1_three_each(origin);
+  ASSERT_EQ(g.size(), whole.size() + 6 + 1) << "six parts, one fan-out (cpu:0's), the concat for fc1";
+  const int fan = g.find(fan_out_name("fc1", 0));
+  ASSERT_GE(fan, 0);
+  EXPECT_EQ(g.find(fan_out_name("fc1", 1)), -1) << "cpu:1 holds the input: no fan-out there";
+  const Node& f = g.node(fan);
+  EXPECT_EQ(f.device, "cpu:0");
+  EXPECT_EQ(f.op(), "reshape");
+  EXPECT_EQ(f.inputs, (std::vector<int>{g.find("flat")}));
+  EXPECT_EQ(f.out_shape, g.node(g.find("flat")).out_shape) << "an identity";
+  EXPECT_LT(fan, g.find("fc1/part0")) << "before the parts";
+  EXPECT_EQ(origin[static_cast<size_t>(fan)], whole.find("fc1"));
+  for (size_t k = 0; k < 6; ++k) {
+    const Node& p = g.node(g.find(part_name("fc1", k)));
+    EXPECT_EQ(p.inputs, (std::vector<int>{p.device == "cpu:0" ? fan : g.find("flat")})) << k;
+  }
+  EXPECT_TRUE(is_fan_out(g, fan));
+  EXPECT_TRUE(made_by_split(g, fan));
+  EXPECT_FALSE(is_fan_out(g, g.find("flat")));
+  EXPECT_EQ(g.param_count(), whole.param_count());
+}
+
+TEST(SplitOp, OnePartOnADeviceOrAnInputWithoutAGradientGetsNoFanOut) {
+  Graph g = reference_cnn();
+  std::vector<std::vector<SplitShare>> splits(g.nodes().size());
+  // conv1 reads the image, which gets no gradient; fc1 has one part on
+  // cpu:1, away from flat, and two beside it on cpu:0.
+  splits[static_cast<size_t>(g.find("conv1"))] = {{"cpu:1", 0.5}, {"cpu:1", 0.5}};
+  splits[static_cast<size_t>(g.find("fc1"))] = {{"cpu:0", 0.25}, {"cpu:0", 0.25}, {"cpu:1", 0.5}};
+  std::vector<int> origin;
+  const Graph s = split_ops(g, splits, origin);
+  EXPECT_EQ(s.size(), g.size() + 2 + 3) << "the parts and nothing else";
+  for (const char* op : {"conv1", "fc1"}) EXPECT_EQ(s.find(fan_out_name(op, 0)), -1) << op;
+}
+
+// The brief's measured problem: each part's input gradient crossed devices
+// on its own. Now the parts on cpu:0 send one, summed there in part order.
+TEST(SplitOp, OneInputGradientCrossesPerDeviceWhateverItsParts) {
+  std::vector<int> origin;
+  const Graph g = split_fc1_three_each(origin);
+  const Program program = build_training_program(g);
+  const Partition partition = partition_program(g, program);
+  const int flat = g.find("flat");
+  const int fan = g.find(fan_out_name("fc1", 0));
+  std::vector<const Edge*> flat_edges;
+  for (const Edge& e : partition.edges)
+    if (program.tensors[static_cast<size_t>(e.tensor)].node == flat) flat_edges.push_back(&e);
+  ASSERT_EQ(flat_edges.size(), 2u) << "flat forward and one gradient of it";
+  EXPECT_FALSE(flat_edges[0]->backward);
+  EXPECT_EQ(flat_edges[0]->consumers, (std::vector<std::string>{"cpu:0"})) << "once per device";
+  EXPECT_TRUE(flat_edges[1]->backward);
+  EXPECT_EQ(flat_edges[1]->name, "flat@grad.fc1/fanout0");
+  EXPECT_EQ(flat_edges[1]->producer, "cpu:0");
+  EXPECT_EQ(flat_edges[1]->consumers, (std::vector<std::string>{"cpu:1"}));
+  // cpu:0 sums its parts' gradients of the fan-out in part order; cpu:1
+  // adds that sum and its own parts' in node order.
+  std::vector<const Instr*> sums;
+  for (const Instr& ins : program.backward)
+    if (ins.kind == InstrKind::kSumGrads && (ins.node == fan || ins.node == flat)) sums.push_back(&ins);
+  ASSERT_EQ(sums.size(), 2u);
+  EXPECT_EQ(sums[0]->node, fan);
+  EXPECT_EQ(g.node(sums[0]->node).device, "cpu:0");
+  auto names = [&](const Instr& ins) {
+    std::vector<std::string> out;
+    for (int t : ins.in) out.push_back(program.tensors[static_cast<size_t>(t)].name);
+    return out;
+  };
+  EXPECT_EQ(names(*sums[0]), (std::vector<std::string>{"fc1/fanout0@grad.fc1/part0", "fc1/fanout0@grad.fc1/part2",
+                                                       "fc1/fanout0@grad.fc1/part4"}));
+  EXPECT_EQ(sums[1]->node, flat);
+  EXPECT_EQ(names(*sums[1]), (std::vector<std::string>{"flat@grad.fc1/fanout0", "flat@grad.fc1/part1",
+                                                       "flat@grad.fc1/part3", "flat@grad.fc1/part5"}));
+}
+
 TEST(SplitOp, Conv2dSplitsByFilters) {
   Graph g = reference_cnn();
   std::vector<std::vector<SplitShare>> splits(g.nodes().size());

@@ -1,7 +1,8 @@
 // An op split across devices (core/graph/split_op.h) in the executor: the
 // parts start from their rows of the whole op's initial weights, train
 // within float32 reordering of the whole op, and the memory plan predicts
-// what the split graph allocates.
+// what the split graph allocates, with the parts reading their input
+// directly or through a fan-out.
 #include "core/graph/split_op.h"
 
 #include <gtest/gtest.h>
@@ -46,6 +47,20 @@ Graph split_cnn() {
   splits[static_cast<size_t>(g.find("fc"))] = {{"cpu:0", 0.3}, {"cpu:0", 0.7}};
   std::vector<int> origin;
   return split_ops(g, splits, origin);
+}
+
+// small_cnn() with fc split 0.3 : 0.7 onto cpu:1, away from flat, so its
+// parts read flat through a fan-out (core/graph/split_op.h); then every op
+// moved back onto cpu:0, so one executor runs the fan-out too.
+Graph split_cnn_with_fan_out() {
+  const Graph g = small_cnn();
+  std::vector<std::vector<SplitShare>> splits(g.nodes().size());
+  splits[static_cast<size_t>(g.find("fc"))] = {{"cpu:1", 0.3}, {"cpu:1", 0.7}};
+  std::vector<int> origin;
+  Graph s = split_ops(g, splits, origin);
+  EXPECT_GE(s.find(fan_out_name("fc", 0)), 0);
+  for (int i = 0; i < s.size(); ++i) s.node(i).device = "cpu:0";
+  return s;
 }
 
 struct Trained {
@@ -104,8 +119,7 @@ uint64_t planned_total(const Graph& g, int64_t batch) {
       .total();
 }
 
-TEST(SplitOpExecutor, PartsStartFromTheWholeOpsWeightsAndTrainWithinFloatReordering) {
-  const Trained whole = train(small_cnn()), split = train(split_cnn());
+void expect_within_float_reordering(const Trained& split, const Trained& whole) {
   EXPECT_EQ(split.initial, whole.initial) << "each part draws its rows of the whole op's random numbers";
   ASSERT_EQ(split.losses.size(), whole.losses.size());
   for (size_t s = 0; s < whole.losses.size(); ++s)
@@ -123,8 +137,23 @@ TEST(SplitOpExecutor, PartsStartFromTheWholeOpsWeightsAndTrainWithinFloatReorder
   }
 }
 
+TEST(SplitOpExecutor, PartsStartFromTheWholeOpsWeightsAndTrainWithinFloatReordering) {
+  const Trained whole = train(small_cnn());
+  expect_within_float_reordering(train(split_cnn()), whole);
+  SCOPED_TRACE("the parts read their input through a fan-out");
+  expect_within_float_reordering(train(split_cnn_with_fan_out()), whole);
+}
+
 TEST(SplitOpExecutor, TheSameSplitGivesTheSameBitsAndThePlanItsAllocation) {
   const Graph g = split_cnn();
+  const Trained a = train(g), b = train(g);
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_EQ(a.final, b.final);
+  EXPECT_EQ(planned_total(g, 8), a.peak) << "plan == allocation";
+}
+
+TEST(SplitOpExecutor, AFanOutGivesTheSameBitsRunToRunAndThePlanItsAllocation) {
+  const Graph g = split_cnn_with_fan_out();
   const Trained a = train(g), b = train(g);
   EXPECT_EQ(a.losses, b.losses);
   EXPECT_EQ(a.final, b.final);

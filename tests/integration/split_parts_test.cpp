@@ -106,6 +106,8 @@ TEST(SplitParts16MiB, PlanListsEveryPartAndStagesTwoOfThem) {
 
 // Parts on both devices, two on each: the input crosses once to cpu:1, so
 // only its first part there counts it; every part there sends its output.
+// Its gradient crosses back once too: cpu:1's parts read the input through
+// one fan-out (core/graph/split_op.h) that sums their gradients there.
 TEST(SplitParts16MiB, PlanCountsTheInputOncePerDevice) {
   TempDir dir;
   const ProcessResult r = run_process({DEVMAP_COORDINATOR_BIN, "plan", kParts, "--set",
@@ -115,8 +117,11 @@ TEST(SplitParts16MiB, PlanCountsTheInputOncePerDevice) {
   for (const char* line :
        {"    fc1/part1 on cpu:0: units 256..511 (256), parameters 3.06 MiB, input in -, output out -\n",
         "    fc1/part2 on cpu:1: units 512..767 (256), parameters 3.06 MiB, input in 24.5 KiB, output out 2.0 KiB\n",
-        "    fc1/part3 on cpu:1: units 768..1023 (256), parameters 3.06 MiB, input in -, output out 2.0 KiB\n"})
+        "    fc1/part3 on cpu:1: units 768..1023 (256), parameters 3.06 MiB, input in -, output out 2.0 KiB\n",
+        "  flat [2,3136]: cpu:0 -> cpu:1, 25088 bytes (24.5 KiB), slot ring 49.0 KiB\n",
+        "  flat@grad.fc1/fanout0 (gradient) [2,3136]: cpu:1 -> cpu:0, 25088 bytes (24.5 KiB), slot ring 49.0 KiB\n"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
+  EXPECT_EQ(r.out.find("flat@grad.fc1/part"), std::string::npos) << "no part sends its own input gradient\n" << r.out;
 }
 
 }  // namespace
