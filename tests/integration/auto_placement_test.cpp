@@ -126,8 +126,7 @@ TEST_F(AutoPlacement, AnOpThatFitsNoDeviceRunsSplitAcrossThem) {
                        "device's memory_limit\n"),
             std::string::npos)
       << p.err;
-  EXPECT_NE(p.out.find("  levers not taken:\n    offload parameters on cpu:0 and cpu:1: "), std::string::npos)
-      << p.out;
+  EXPECT_NE(p.out.find("  levers not taken:\n    offload parameters on cpu:0 and cpu:1: "), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("    fc1/part0 on cpu:0: units 0..511 (512), parameters 6.13 MiB"), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("    fc1/part1 on cpu:1: units 512..1023 (512), parameters 6.13 MiB"), std::string::npos)
       << p.out;
@@ -144,10 +143,10 @@ TEST_F(AutoPlacement, AnOpThatFitsNoDeviceRunsSplitAcrossThem) {
 // map it emits pins both levers.
 TEST_F(AutoPlacement, AtSixteenMiBAutoOffloadsAndSplitsWithinBothLimits) {
   const std::string map = dir_.path() + "/map.yaml";
-  const ProcessResult p = coordinator(join({"plan", kSplit, "--emit-map", map, "--set",
-                                            "devices.cpu:0.memory_limit=16MiB", "--set",
-                                            "devices.cpu:1.memory_limit=16MiB"},
-                                           kAllAuto));
+  const ProcessResult p =
+      coordinator(join({"plan", kSplit, "--emit-map", map, "--set", "devices.cpu:0.memory_limit=16MiB", "--set",
+                        "devices.cpu:1.memory_limit=16MiB"},
+                       kAllAuto));
   ASSERT_EQ(p.exit_code, 0) << p.err;
   EXPECT_NE(p.out.find("  levers, since nothing fits without them:\n"
                        "    offload parameters on cpu:0 and cpu:1: no placement fits with every parameter on its "
@@ -170,6 +169,36 @@ TEST_F(AutoPlacement, AtSixteenMiBAutoOffloadsAndSplitsWithinBothLimits) {
   const ProcessResult again = coordinator({"plan", map});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(again.out.find("DOES NOT FIT"), std::string::npos) << again.out;
+}
+
+// The 16 MiB case trains as auto planned it: each worker's allocator peaks
+// at its plan, under the limit, and the map --emit-map writes (the split
+// and offload as keys) trains with the same bits.
+TEST_F(AutoPlacement, TrainsWithOffloadAndSplitUnderSixteenMiBAsTheMapItEmits) {
+  const std::vector<std::string> limits = {"--set", "devices.cpu:0.memory_limit=16MiB", "--set",
+                                           "devices.cpu:1.memory_limit=16MiB"};
+  const std::string run = dir_.path() + "/auto.jsonl";
+  const ProcessResult t =
+      coordinator(join(join(join({"train", kSplit, "--metrics", run, "--log-every", "1"}, kAllAuto), kSmall), limits));
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.err.find("devmap: auto: offload parameters on cpu:0 and cpu:1: "), std::string::npos) << t.err;
+  const std::string metrics = read_file(run);
+  const std::vector<std::string> devices = lines_with(metrics, "device");
+  ASSERT_EQ(devices.size(), 2u) << metrics;
+  for (const std::string& d : devices) {
+    EXPECT_EQ(json_field(d, "peak_bytes"), json_field(d, "planned_bytes")) << d;
+    EXPECT_LE(std::stoull(json_field(d, "peak_bytes")), uint64_t{16} << 20) << d;
+  }
+
+  const std::string map = dir_.path() + "/map.yaml";
+  const ProcessResult p = coordinator(join(join(join({"plan", kSplit, "--emit-map", map}, kAllAuto), kSmall), limits));
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const std::string again = dir_.path() + "/map.jsonl";
+  const ProcessResult m = coordinator({"train", map, "--metrics", again, "--log-every", "1"});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  const std::vector<std::string> a = losses(run), b = losses(again);
+  ASSERT_EQ(a.size(), 8u);
+  EXPECT_EQ(a, b);
 }
 
 TEST_F(AutoPlacement, AGpuThatCannotRunHereGetsNoOp) {
