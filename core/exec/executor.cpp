@@ -79,7 +79,7 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
       p.name = node.name + "." + spec.name;
       p.node = i;
       p.spec = spec;
-      DeviceMemory& home = offload_memory_ && spec.trained ? *offload_memory_ : *memory_;  // memory_of()
+      DeviceMemory& home = memory_of(p);
       p.value = DeviceBuffer(home, spec.shape.numel(), p.name);
       if (training && spec.trained) {
         p.grad = DeviceBuffer(home, spec.shape.numel(), p.name + " gradient");
