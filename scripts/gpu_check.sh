@@ -26,7 +26,8 @@
 #                against the CPU, pipelined against lock-step micro-batches
 #                and against the whole batch, --profile, gradient_chunk=7,
 #                the remaining ops and optimizers, a calibration, a
-#                data-parallel pair of ranks); a suite whose tests all skip
+#                data-parallel pair of ranks, offload: parameters against
+#                the same run without it); a suite whose tests all skip
 #                is NOT RUN with the first skip's reason;
 #   train-*      training images/s all-GPU, split GPU+CPU and CPU-only, and
 #   predict-gpu  prediction images/s, on the test images;

@@ -227,7 +227,7 @@ class Worker {
       throw_runtime(e.name + ": " + std::to_string(e.bytes) + " bytes of " + file_dtype_name(e.dtype) + " in " +
                     io.path + ", " + std::to_string(n) + " elements here");
     const bool save = io.op == ParamsIo::Op::kSave;
-    DeviceMemory& mem = exec_->memory();
+    DeviceMemory& mem = exec_->memory_of(*p);  // host memory for an offloaded parameter
     float* host = data;
     if (!mem.host_accessible()) {
       staging_.resize(n);

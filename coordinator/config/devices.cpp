@@ -63,11 +63,6 @@ DeviceSpec read_device(const YamlSource& src, const YAML::Node& key, const YAML:
   if (map.has("offload")) {
     spec.offload_given = true;
     spec.offload = map.get_choice("offload", "none", {"none", "parameters"}) == "parameters";
-    if (spec.offload && spec.kind == DeviceKind::kGpu)
-      map.fail_value("offload",
-                     "is built for CPU devices only: a GPU's offload (cudaMemcpyAsync on a copy stream) "
-                     "is not built yet; leave offload out for " +
-                         spec.name);
   }
   return spec;
 }

@@ -1,25 +1,21 @@
-// CopyQueue: one thread that runs batches of copies between host memory and
-// a device's memory, in the order they are queued, while the thread that
-// queues them computes (offloaded parameters, core/plan/offload_layout.h).
+// CopyQueue: batches of copies between host memory and one device's memory
+// (offloaded parameters, core/plan/offload_layout.h) that run in the order
+// they are submitted while the device computes. The device's memory makes
+// its own (DeviceMemory::make_copy_queue): a thread for memory the CPU
+// addresses (ThreadCopyQueue, core/exec/thread_copy_queue.h), a copy stream
+// on a GPU (kernels/cuda/cuda_copy_queue.h).
 //
-// Contracts: only one thread queues and waits (the executor's); a batch
-// runs after every batch queued before it, so a write-back queued before a
-// fetch into the same memory finishes first. The copies go through the
-// DeviceMemory's copy_from_host / copy_to_host from the queue's thread:
-// HostMemory's (memcpy) may be called so; a device whose copies are ordered
-// on one stream with its kernels (a GPU) needs its own copy stream and is
-// not offloaded (the config refuses it).
+// Contracts: one thread submits and waits (the executor's). A batch runs
+// after every batch submitted before it, so a write-back submitted before a
+// fetch into the same memory finishes first, and after the device's work
+// issued before its submit(), so a fetch never overwrites memory that
+// earlier kernels still read and a write-back copies what they wrote.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <mutex>
-#include <thread>
 #include <vector>
 
-#include "core/exec/device_memory.h"
 #include "core/exec/trace.h"
 
 namespace devmap {
@@ -32,39 +28,35 @@ class CopyQueue {
     size_t bytes = 0;
   };
   struct Batch {
-    bool to_device = true;  // copy_from_host; false: copy_to_host
+    bool to_device = true;  // host to device; false: device to host
     std::vector<Copy> copies;
     // With `traced`, the batch's interval is recorded as `event` (its
-    // start and end filled in when it runs) for take_events().
+    // start and end filled in when it runs) for take_events(), where the
+    // queue traces (ThreadCopyQueue does; a GPU's does not).
     bool traced = false;
     TraceEvent event;
   };
 
-  explicit CopyQueue(DeviceMemory& memory);
-  ~CopyQueue();  // waits for what is queued, then stops the thread
+  CopyQueue() = default;
+  virtual ~CopyQueue() = default;  // implementations finish what is queued first
   CopyQueue(const CopyQueue&) = delete;
   CopyQueue& operator=(const CopyQueue&) = delete;
 
   // Queues `batch`; returns its ticket (increasing from 1).
-  uint64_t submit(Batch batch);
-  // Blocks until the batch of `ticket`, and every one before it, has run.
-  void wait(uint64_t ticket);
-  // wait() for everything queued so far.
-  void drain() { wait(submitted_); }
+  virtual uint64_t submit(Batch batch) = 0;
+  // The device's work issued after this call starts once the batch of
+  // `ticket`, and every one before it, has run: a fetch's data is there for
+  // the next kernel. Blocks where the device's work is the calling thread's
+  // (the CPU); a GPU's queue makes its compute stream wait instead.
+  virtual void order(uint64_t ticket) = 0;
+  // Blocks the calling thread until the batch of `ticket`, and every one
+  // before it, has run: a write-back's data is on the host.
+  virtual void wait(uint64_t ticket) = 0;
+  // wait() for everything submitted so far.
+  void drain() { wait(submitted()); }
+  virtual uint64_t submitted() const = 0;
   // Appends the traced batches' intervals finished since the last call.
-  void take_events(std::vector<TraceEvent>& out);
-
- private:
-  void loop();
-
-  DeviceMemory& memory_;
-  std::mutex mu_;
-  std::condition_variable work_, done_;
-  std::deque<Batch> queue_;
-  std::vector<TraceEvent> events_;
-  uint64_t submitted_ = 0, finished_ = 0;
-  bool stop_ = false;
-  std::thread thread_;  // last: starts once the rest exists
+  virtual void take_events(std::vector<TraceEvent>& out) = 0;
 };
 
 }  // namespace devmap

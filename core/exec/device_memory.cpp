@@ -1,7 +1,11 @@
 #include "core/exec/device_memory.h"
 
+#include <cassert>
+
 #include "core/base/error.h"
 #include "core/base/format_bytes.h"
+#include "core/exec/host_memory.h"
+#include "core/exec/thread_copy_queue.h"
 
 namespace devmap {
 
@@ -14,6 +18,15 @@ namespace {
 }
 
 }  // namespace
+
+std::unique_ptr<DeviceMemory> DeviceMemory::make_offload_memory(std::string name) {
+  return std::make_unique<HostMemory>(std::move(name), 0);
+}
+
+std::unique_ptr<CopyQueue> DeviceMemory::make_copy_queue() {
+  assert(host_accessible() && "a device that queues its work makes its own copy queue");
+  return std::make_unique<ThreadCopyQueue>(*this);
+}
 
 void DeviceMemory::charge(uint64_t bytes, std::string_view what) {
   if (limit_ > 0 && in_use_ + bytes > limit_) over_limit(device_, bytes, what, in_use_, limit_);

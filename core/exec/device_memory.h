@@ -24,6 +24,7 @@
 
 namespace devmap {
 
+class CopyQueue;
 class ThreadPool;
 
 class DeviceMemory {
@@ -70,6 +71,18 @@ class DeviceMemory {
   // A timer of this device's work in device time (--profile), or null when
   // its work runs in the calling thread, so the host's clock measures it.
   virtual std::unique_ptr<DeviceTimer> make_timer() { return nullptr; }
+
+  // Offload (core/plan/offload_layout.h). Host memory named `name`, with no
+  // limit, for the parameters, gradients and optimizer state this device
+  // offloads: the CPU reads and writes it directly, and this device's copy
+  // queue copies from and to it. The default is plain HostMemory; a GPU's
+  // is pinned.
+  virtual std::unique_ptr<DeviceMemory> make_offload_memory(std::string name);
+  // The queue that copies between that host memory and this device's
+  // memory while the device computes (core/exec/copy_queue.h). The
+  // default is a ThreadCopyQueue, for memory the CPU addresses; a device
+  // that queues its work (a GPU) overrides it.
+  virtual std::unique_ptr<CopyQueue> make_copy_queue();
 
  protected:
   virtual void* raw_allocate(size_t bytes) = 0;  // zeroed, 64-byte aligned, or nullptr

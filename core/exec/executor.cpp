@@ -66,11 +66,10 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
   bool training = program_.loss_node >= 0;
   if (training) optimizer_ = kernels.make_optimizer(optimizer);
   if (offload) {
-    if (!host_)
-      throw_invalid(memory_->device() +
-                    ": offload is built for devices the CPU addresses (a GPU's copies need their own stream)");
-    offload_memory_ = std::make_unique<HostMemory>(memory_->device() + " host memory (offloaded)", 0);
+    offload_memory_ = memory_->make_offload_memory(memory_->device() + " host memory (offloaded)");
     offload_ = offload_layout(graph_, local_, training, training ? optimizer_->state_count() : 0);
+    // The update of offloaded state runs where the state lives: on the host.
+    if (training) host_optimizer_ = kernels.make_host_optimizer(optimizer);
   }
   for (int i = 0; i < graph_.size(); ++i) {
     if (!local_[static_cast<size_t>(i)]) continue;
@@ -80,7 +79,7 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
       p.name = node.name + "." + spec.name;
       p.node = i;
       p.spec = spec;
-      DeviceMemory& home = offload_memory_ && spec.trained ? *offload_memory_ : *memory_;
+      DeviceMemory& home = memory_of(p);
       p.value = DeviceBuffer(home, spec.shape.numel(), p.name);
       if (training && spec.trained) {
         p.grad = DeviceBuffer(home, spec.shape.numel(), p.name + " gradient");
@@ -96,7 +95,7 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
   if (!offload_.empty()) {
     staging_ =
         DeviceBuffer(*memory_, static_cast<int64_t>(offload_.staging_bytes / sizeof(float)), "offload staging pool");
-    copies_ = std::make_unique<CopyQueue>(*memory_);
+    copies_ = memory_->make_copy_queue();
   }
   bound_.assign(nt, nullptr);
   host_of_.assign(nt, nullptr);
@@ -220,10 +219,11 @@ bool Executor::segment_computes(int segment, int node) const {
 void Executor::init_parameters() {
   std::vector<float> v;
   for (Parameter& p : params_) {
+    DeviceMemory& home = memory_of(p);
     int64_t count = p.spec.shape.numel();
-    for (DeviceBuffer& s : p.state) memory_->fill(s.data(), 0.0f, count);
+    for (DeviceBuffer& s : p.state) home.fill(s.data(), 0.0f, count);
     if (p.spec.init == ParamInit::kZeros || p.spec.init == ParamInit::kOnes) {
-      memory_->fill(p.value.data(), p.spec.init == ParamInit::kOnes ? 1.0f : 0.0f, count);
+      home.fill(p.value.data(), p.spec.init == ParamInit::kOnes ? 1.0f : 0.0f, count);
       continue;
     }
     v.resize(static_cast<size_t>(count));
@@ -233,18 +233,23 @@ void Executor::init_parameters() {
     float bound = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.spec.fan_in)));
     for (int64_t i = 0; i < count; ++i)
       v[static_cast<size_t>(i)] = (2.0f * uniform_at(key, static_cast<uint64_t>(whole.offset + i)) - 1.0f) * bound;
-    memory_->copy_from_host(p.value.data(), v.data(), v.size() * sizeof(float));
+    home.copy_from_host(p.value.data(), v.data(), v.size() * sizeof(float));
   }
   memory_->synchronize();
+}
+
+DeviceMemory& Executor::memory_of(const Parameter& p) const {
+  return offload_memory_ && p.spec.trained ? *offload_memory_ : *memory_;
 }
 
 void Executor::read_parameter(const Parameter& p, std::vector<float>& value, std::vector<float>* grad) const {
   auto count = static_cast<size_t>(p.spec.shape.numel());
   value.resize(count);
-  memory_->copy_to_host(value.data(), p.value.data(), count * sizeof(float));
+  DeviceMemory& home = memory_of(p);
+  home.copy_to_host(value.data(), p.value.data(), count * sizeof(float));
   if (grad) {
     grad->assign(count, 0.0f);  // state (not trained) has no gradient: zeros
-    if (p.spec.trained) memory_->copy_to_host(grad->data(), p.grad.data(), count * sizeof(float));
+    if (p.spec.trained) home.copy_to_host(grad->data(), p.grad.data(), count * sizeof(float));
   }
 }
 
@@ -394,7 +399,7 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
     const bool staging = next_staged < staged.size() && staged[next_staged] == k;
     float* const share = next_share;
     if (staging) {  // its parameters are in `share` once its fetch is done
-      copies_->wait(next_ticket);
+      copies_->order(next_ticket);
       point_at_share(ins.node, share);
     }
     const InstrTiming timing = start_timing(ins);
@@ -773,14 +778,21 @@ void Executor::apply_optimizer(int64_t step) {
   assert(optimizer_);
   auto t0 = std::chrono::steady_clock::now();
   const int64_t trace_t0 = trace_ ? trace_now_ns() : 0;
-  if ((profiling_ || trace_) && timer_) timer_->clear();
-  const int interval = (profiling_ || trace_) && timer_ ? timer_->start() : -1;
+  // An offloading device updates on the host: the host's clock times it.
+  const bool device_timed = (profiling_ || trace_) && timer_ && !host_optimizer_;
+  if (device_timed) timer_->clear();
+  const int interval = device_timed ? timer_->start() : -1;
+  // Offloaded gradients are on the host once the pass returned; on a device
+  // that queues its work, what it still does may write them too (a
+  // data-parallel worker's read-back of the summed gradients).
+  if (host_optimizer_ && !host_) memory_->synchronize();
   std::vector<TensorView> state;
   for (Parameter& p : params_) {
     if (!p.spec.trained) continue;  // state the kernels update themselves
     state.clear();
     for (DeviceBuffer& s : p.state) state.push_back(s.view(p.spec.shape));
-    optimizer_->update(p.value_view(), p.grad_view(), state, step, *pool_);
+    OptimizerKernel& optimizer = &memory_of(p) == offload_memory_.get() ? *host_optimizer_ : *optimizer_;
+    optimizer.update(p.value_view(), p.grad_view(), state, step, *pool_);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (interval >= 0) {
@@ -793,7 +805,8 @@ void Executor::apply_optimizer(int64_t step) {
     trace_->add(TraceEvent{trace_t0, end, step - 1, -1, -1, TraceKind::kOptimizer});
   }
   if (!profiling_) return;
-  profile_.add("optimizer", ProfileDirection::kOptimizer, seconds, 0, optimizer_->implementation());
+  profile_.add("optimizer", ProfileDirection::kOptimizer, seconds, 0,
+               (host_optimizer_ ? host_optimizer_ : optimizer_)->implementation());
 }
 
 }  // namespace devmap

@@ -69,14 +69,17 @@ class Executor {
   // its cut edges, which go through `channel` (needed when part has edges).
   // Every buffer comes from `memory` (null: unlimited host memory owned by
   // the executor); parameters are allocated here, the rest in reserve().
-  // With `offload` (a device the CPU addresses), the trained parameters,
-  // their gradients and optimizer state live in host memory of the
-  // executor's own, outside `memory`'s limit, and stream through the
-  // staging pool of core/plan/offload_layout.h, allocated here from
-  // `memory`: a copy thread fetches the next op's parameters while this op
+  // With `offload`, the trained parameters, their gradients and optimizer
+  // state live in host memory of the executor's own
+  // (DeviceMemory::make_offload_memory: pinned on a GPU), outside
+  // `memory`'s limit, and stream through the staging pool of
+  // core/plan/offload_layout.h, allocated here from `memory`: the device's
+  // copy queue (DeviceMemory::make_copy_queue: a thread on the CPU, a copy
+  // stream on a GPU) fetches the next op's parameters while this op
   // computes and writes gradients back after each backward; a pass returns
   // once its gradients are on the host. apply_optimizer() updates them
-  // there, with the same kernel.
+  // there, on the host (KernelFactory::make_host_optimizer: the bits of the
+  // device's own optimizer).
   Executor(const Graph& graph, Program program, const KernelFactory& kernels, const OptimizerConfig& optimizer,
            int threads, uint64_t seed, const DeviceProgram* part = nullptr, const std::vector<Edge>* edges = nullptr,
            Channel* channel = nullptr, DeviceMemory* memory = nullptr, bool offload = false);
@@ -141,6 +144,9 @@ class Executor {
   // of state, ParamSpec::trained false, reads as zeros).
   void read_parameter(const Parameter& p, std::vector<float>& value, std::vector<float>* grad = nullptr) const;
   DeviceMemory& memory() { return *memory_; }
+  // The memory that holds `p`'s value, gradient and optimizer state: the
+  // host memory of an offloaded parameter, else memory().
+  DeviceMemory& memory_of(const Parameter& p) const;
   // Times every instruction from now on (--profile). Kernels and gradient
   // sums are timed in device time where the device has a timer
   // (DeviceMemory::make_timer: a GPU's events), else by the host's clock;
@@ -317,6 +323,8 @@ class Executor {
   bool host_ = true;                                // memory_->host_accessible()
   std::vector<std::unique_ptr<OpKernel>> kernels_;  // per node (null where none)
   std::unique_ptr<OptimizerKernel> optimizer_;
+  // Offload: the optimizer of the offloaded parameters (host pointers), or null.
+  std::unique_ptr<OptimizerKernel> host_optimizer_;
   std::vector<Parameter> params_;
   std::vector<std::vector<int>> node_params_;  // node -> indices into params_
   // One tensor arena per buffer set (core/plan/tensor_allocations.h).

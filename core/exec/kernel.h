@@ -133,6 +133,13 @@ class KernelFactory {
   virtual ~KernelFactory() = default;
   virtual std::unique_ptr<OpKernel> make_kernel(const std::string& op) const = 0;
   virtual std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerConfig& config) const = 0;
+  // The optimizer for parameters offloaded to host memory (the executor's
+  // `offload`): update() takes host pointers and runs on the host, with the
+  // bits of make_optimizer's. The default is make_optimizer's, for a
+  // factory whose kernels take host pointers (the CPU's).
+  virtual std::unique_ptr<OptimizerKernel> make_host_optimizer(const OptimizerConfig& config) const {
+    return make_optimizer(config);
+  }
 };
 
 }  // namespace devmap

@@ -10,6 +10,7 @@
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/dense.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/host_optimizers.h"
 #include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/max_pool2d.h"
@@ -77,6 +78,10 @@ std::unique_ptr<OpKernel> CudaKernelFactory::make_kernel(const std::string& op) 
 
 std::unique_ptr<OptimizerKernel> CudaKernelFactory::make_optimizer(const OptimizerConfig& config) const {
   return cuda::make_optimizer(config, *device_);
+}
+
+std::unique_ptr<OptimizerKernel> CudaKernelFactory::make_host_optimizer(const OptimizerConfig& config) const {
+  return cuda::make_host_optimizer(config);
 }
 
 std::vector<std::string> CudaKernelFactory::op_names() {

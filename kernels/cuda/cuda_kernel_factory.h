@@ -25,6 +25,9 @@ class CudaKernelFactory : public KernelFactory {
   // no GPU kernel, naming the ops it knows.
   std::unique_ptr<OpKernel> make_kernel(const std::string& op) const override;
   std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerConfig& config) const override;
+  // For offloaded state (pinned host memory): host_optimizers.h, with the
+  // bits of make_optimizer's kernels.
+  std::unique_ptr<OptimizerKernel> make_host_optimizer(const OptimizerConfig& config) const override;
 
   static std::vector<std::string> op_names();  // sorted
   static bool supports(const std::string& op);

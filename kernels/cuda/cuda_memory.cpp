@@ -9,8 +9,10 @@
 #include "core/base/error.h"
 #include "core/base/format_bytes.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_copy_queue.h"
 #include "kernels/cuda/cuda_timer.h"
 #include "kernels/cuda/memory_kernels.h"
+#include "kernels/cuda/pinned_host_memory.h"
 
 namespace devmap::cuda {
 namespace {
@@ -114,19 +116,27 @@ std::unique_ptr<DeviceTimer> CudaMemory::make_timer() {
   return std::make_unique<CudaTimer>(*device_);
 }
 
+std::unique_ptr<DeviceMemory> CudaMemory::make_offload_memory(std::string name) {
+  return std::make_unique<PinnedHostMemory>(std::move(name), 0);
+}
+
+std::unique_ptr<CopyQueue> CudaMemory::make_copy_queue() {
+  return std::make_unique<CudaCopyQueue>(*device_);
+}
+
 void CudaMemory::raw_release(void* p) {
   pool_.release(static_cast<uint64_t>(static_cast<char*>(p) - base_));
 }
 
 void CudaMemory::copy_from_host(void* device_dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return;
-  check(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, device_->stream()),
+  check(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyDefault, device_->stream()),
         "cudaMemcpyAsync (host to device)");
 }
 
 void CudaMemory::copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
   if (bytes == 0) return;
-  check(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, device_->stream()),
+  check(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDefault, device_->stream()),
         "cudaMemcpyAsync (device to host)");
   device_->synchronize("copying device memory to the host");
 }

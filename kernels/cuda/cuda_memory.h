@@ -20,7 +20,12 @@
 // order with the kernels: copy_from_host and fill return before the device
 // has done them (a pinned host source must stay unchanged until the stream
 // reaches the copy: the next synchronize() or copy_to_host()), copy_to_host
-// and synchronize return once everything issued so far is done.
+// and synchronize return once everything issued so far is done. The copies
+// use cudaMemcpyDefault, so their "device" side may also be host memory
+// the GPU addresses (an offloaded parameter's pinned memory).
+//
+// Offload: make_offload_memory() is PinnedHostMemory and make_copy_queue()
+// a CudaCopyQueue on this device (a copy stream of its own).
 #pragma once
 
 #include <map>
@@ -75,6 +80,8 @@ class CudaMemory final : public DeviceMemory {
   bool pinning_enabled() const { return pin_; }
   // CUDA events on the stream: per-op device time for --profile.
   std::unique_ptr<DeviceTimer> make_timer() override;
+  std::unique_ptr<DeviceMemory> make_offload_memory(std::string name) override;
+  std::unique_ptr<CopyQueue> make_copy_queue() override;
   uint64_t pinned_bytes() const;
 
   CudaDevice& cuda_device() { return *device_; }

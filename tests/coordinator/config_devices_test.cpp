@@ -65,6 +65,8 @@ TEST(Devices, OffloadIsNoneOrParameters) {
   EXPECT_FALSE(c.devices[2].offload);
   const std::string base = kMinimalModel + "devices: {cpu:0: {}}\n";
   EXPECT_TRUE(load_config_text(base, "a.yaml", {"devices.cpu:0.offload=parameters"}).devices[0].offload);
+  const Config gpu = load_config_text(kMinimalModel + "devices: {cpu:0: {}, gpu:0: {offload: parameters}}\n", "a.yaml");
+  EXPECT_TRUE(gpu.devices[1].offload) << "a GPU offloads too";
 }
 
 TEST(Devices, OffloadMistakes) {
@@ -73,9 +75,6 @@ TEST(Devices, OffloadMistakes) {
   };
   EXPECT_EQ(err("devices: {cpu:0: {offload: weights}}\n"),
             "a.yaml:8:28: devices.cpu:0.offload must be one of none, parameters, got 'weights'");
-  EXPECT_EQ(err("devices: {cpu:0: {}, gpu:0: {offload: parameters}}\n"),
-            "a.yaml:8:39: devices.gpu:0.offload is built for CPU devices only: a GPU's offload (cudaMemcpyAsync on a "
-            "copy stream) is not built yet; leave offload out for gpu:0");
 }
 
 }  // namespace

@@ -1,13 +1,12 @@
-// CopyQueue (core/exec/copy_queue.h): batches run in queue order on the
+// ThreadCopyQueue (core/exec/thread_copy_queue.h): batches run in queue order on the
 // queue's thread, wait() returns once a batch and those before it ran, and
 // traced batches come back as intervals that follow one another.
-#include "core/exec/copy_queue.h"
-
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "core/exec/host_memory.h"
+#include "core/exec/thread_copy_queue.h"
 
 namespace devmap {
 namespace {
@@ -15,7 +14,7 @@ namespace {
 TEST(CopyQueue, RunsBatchesInQueueOrder) {
   HostMemory memory("cpu:0", 0);
   std::vector<float> a(1 << 20, 1.0f), b(1 << 20, 2.0f), device(1 << 20, 0.0f), host(1 << 20, 0.0f);
-  CopyQueue queue(memory);
+  ThreadCopyQueue queue(memory);
   const size_t bytes = a.size() * sizeof(float);
   CopyQueue::Batch first{true, {{device.data(), a.data(), bytes}}, true, TraceEvent{0, 0, 3, 0, 7, TraceKind::kFetch}};
   CopyQueue::Batch second{true, {{device.data(), b.data(), bytes}}, true, TraceEvent{0, 0, 3, 0, 8, TraceKind::kFetch}};
@@ -45,7 +44,7 @@ TEST(CopyQueue, DrainWaitsForEverythingQueued) {
   HostMemory memory("cpu:0", 0);
   std::vector<float> src(1 << 18, 5.0f);
   std::vector<std::vector<float>> dst(8, std::vector<float>(src.size(), 0.0f));
-  CopyQueue queue(memory);
+  ThreadCopyQueue queue(memory);
   for (auto& d : dst) queue.submit(CopyQueue::Batch{true, {{d.data(), src.data(), src.size() * 4}}, false, {}});
   queue.drain();
   for (const auto& d : dst) EXPECT_EQ(d.back(), 5.0f);

@@ -3,15 +3,19 @@
 // host memory gives the bits of training with them on the device, whole or
 // as micro-batches in gradient chunks, with recomputed ops; the device's
 // allocator peaks at the memory plan's figure, which charges the staging
-// pool and not the offloaded state; and every op's parameters are fetched
-// before it computes.
+// pool and not the offloaded state; every op's parameters are fetched
+// before it computes; and the executor takes its offload memory and copy
+// queue from the device's memory, ordering each fetch before its op and
+// waiting for the write-backs before a pass returns.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
 #include "core/exec/executor.h"
 #include "core/exec/host_memory.h"
+#include "core/exec/thread_copy_queue.h"
 #include "core/plan/memory_plan.h"
 #include "core/plan/offload_layout.h"
 #include "core/plan/partition.h"
@@ -29,13 +33,15 @@ struct Trained {
   std::vector<TraceEvent> trace;  // the last step's
 };
 
-// Three steps of `micro` micro-batches of 8 samples each, chunks of 4.
-Trained train(const Graph& g, bool offload, int micro, OptimizerConfig::Kind kind) {
+// Three steps of `micro` micro-batches of 8 samples each, chunks of 4, on
+// `device` (null: a HostMemory of its own).
+Trained train(const Graph& g, bool offload, int micro, OptimizerConfig::Kind kind, HostMemory* device = nullptr) {
   const Program p = build_training_program(g);
   CpuKernelFactory kernels;
   OptimizerConfig opt;
   opt.kind = kind;
-  HostMemory memory("cpu:0", 0);
+  HostMemory own("cpu:0", 0);
+  HostMemory& memory = device ? *device : own;
   Executor ex(g, p, kernels, opt, 2, 7, nullptr, nullptr, nullptr, &memory, offload);
   ex.set_gradient_chunk(4);
   const int64_t batch = 8 * micro;
@@ -160,6 +166,86 @@ TEST(Offload, EachOpsParametersArriveBeforeItComputes) {
     const TraceEvent& b = computed[{TraceKind::kBackward, e.id}];
     EXPECT_TRUE(e.end_ns <= f.start_ns || (e.start_ns >= f.end_ns && e.end_ns <= b.start_ns)) << g.node(e.id).name;
   }
+}
+
+// A copy queue that records how the executor uses it (the contract a GPU's
+// copy stream relies on) and copies through a ThreadCopyQueue.
+class RecordingQueue final : public CopyQueue {
+ public:
+  struct Call {
+    char what;  // 'f' fetch, 'b' write-back (submits), 'o' order, 'w' wait
+    uint64_t ticket;
+  };
+  RecordingQueue(DeviceMemory& memory, std::vector<Call>& calls) : inner_(memory), calls_(calls) {}
+  uint64_t submit(Batch batch) override {
+    const char what = batch.to_device ? 'f' : 'b';
+    const uint64_t ticket = inner_.submit(std::move(batch));
+    calls_.push_back({what, ticket});
+    return ticket;
+  }
+  void order(uint64_t ticket) override {
+    calls_.push_back({'o', ticket});
+    inner_.order(ticket);
+  }
+  void wait(uint64_t ticket) override {
+    calls_.push_back({'w', ticket});
+    inner_.wait(ticket);
+  }
+  uint64_t submitted() const override { return inner_.submitted(); }
+  void take_events(std::vector<TraceEvent>& out) override { inner_.take_events(out); }
+
+ private:
+  ThreadCopyQueue inner_;
+  std::vector<Call>& calls_;
+};
+
+class RecordingMemory final : public HostMemory {
+ public:
+  RecordingMemory() : HostMemory("cpu:0", 0) {}
+  std::unique_ptr<DeviceMemory> make_offload_memory(std::string name) override {
+    ++offload_memories;
+    return HostMemory::make_offload_memory(std::move(name));
+  }
+  std::unique_ptr<CopyQueue> make_copy_queue() override { return std::make_unique<RecordingQueue>(*this, calls); }
+  int offload_memories = 0;
+  std::vector<RecordingQueue::Call> calls;
+};
+
+TEST(Offload, FetchesAreOrderedBeforeTheirOpAndWriteBacksWaitedFor) {
+  const Graph g = residual_blocks();
+  RecordingMemory memory;
+  const Trained recorded = train(g, true, 2, OptimizerConfig::Kind::kMomentum, &memory);
+  EXPECT_EQ(recorded.params, train(g, true, 2, OptimizerConfig::Kind::kMomentum).params);
+  EXPECT_EQ(memory.offload_memories, 1);
+  ASSERT_FALSE(memory.calls.empty());
+  // Each fetch is ordered (not waited for) before the next fetch is
+  // submitted; every write-back is waited for before the pass ends, which
+  // is before the next pass's first fetch.
+  uint64_t fetch = 0, write_back = 0, waited = 0;
+  int fetches = 0, write_backs = 0;
+  for (const RecordingQueue::Call& c : memory.calls) {
+    switch (c.what) {
+      case 'f':
+        EXPECT_EQ(fetch, 0u) << "fetch " << c.ticket << " submitted before fetch " << fetch << " was ordered";
+        fetch = c.ticket;
+        ++fetches;
+        break;
+      case 'b':
+        write_back = c.ticket;
+        ++write_backs;
+        break;
+      case 'o':
+        EXPECT_EQ(c.ticket, fetch) << "the fetch submitted last is the one ordered";
+        fetch = 0;
+        break;
+      case 'w': waited = std::max(waited, c.ticket); break;
+    }
+  }
+  EXPECT_EQ(fetch, 0u) << "the last fetch was ordered";
+  EXPECT_GE(waited, write_back) << "the last write-back was waited for";
+  EXPECT_GT(fetches, 0);
+  EXPECT_GT(write_backs, 0);
+  EXPECT_EQ(memory.calls.back().what, 'w') << "a pass ends with its copies done";
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
-#include "core/exec/copy_queue.h"
+#include "core/exec/thread_copy_queue.h"
 
 #include <utility>
 
 namespace devmap {
 
-CopyQueue::CopyQueue(DeviceMemory& memory) : memory_(memory), thread_([this] { loop(); }) {}
+ThreadCopyQueue::ThreadCopyQueue(DeviceMemory& memory) : memory_(memory), thread_([this] { loop(); }) {}
 
-CopyQueue::~CopyQueue() {
+ThreadCopyQueue::~ThreadCopyQueue() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
@@ -15,7 +15,7 @@ CopyQueue::~CopyQueue() {
   thread_.join();
 }
 
-uint64_t CopyQueue::submit(Batch batch) {
+uint64_t ThreadCopyQueue::submit(Batch batch) {
   uint64_t ticket = 0;
   {
     std::lock_guard lock(mu_);
@@ -26,18 +26,23 @@ uint64_t CopyQueue::submit(Batch batch) {
   return ticket;
 }
 
-void CopyQueue::wait(uint64_t ticket) {
+void ThreadCopyQueue::wait(uint64_t ticket) {
   std::unique_lock lock(mu_);
   done_.wait(lock, [&] { return finished_ >= ticket; });
 }
 
-void CopyQueue::take_events(std::vector<TraceEvent>& out) {
+uint64_t ThreadCopyQueue::submitted() const {
+  std::lock_guard lock(mu_);
+  return submitted_;
+}
+
+void ThreadCopyQueue::take_events(std::vector<TraceEvent>& out) {
   std::lock_guard lock(mu_);
   out.insert(out.end(), events_.begin(), events_.end());
   events_.clear();
 }
 
-void CopyQueue::loop() {
+void ThreadCopyQueue::loop() {
   std::unique_lock lock(mu_);
   for (;;) {
     work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
