@@ -118,6 +118,7 @@ Attempt attempt_placement(Config& config, const RunOptions& options, int64_t bat
     p.threads = d->threads;
     p.rates.flops_per_s = device_flops_per_s(cache, keys, options, *d);
     p.rates.bytes_per_s = gpu ? kGpuBytesPerSecond : kCpuBytesPerSecond;
+    p.copy_bytes_per_s = gpu ? kGpuOffloadCopyBytesPerSecond : kCpuOffloadCopyBytesPerSecond;
     if (auto k = keys.find(d->name); k != keys.end()) {
       if (auto update = cache.optimizer(k->second, optimizer_kind_name(config.train.optimizer.kind)))
         p.update_seconds_per_param = *update;

@@ -178,14 +178,15 @@ PlanCosts plan_costs(const Config& config, const RunOptions& options, const Grap
                      n.schema->differentiable ? kOpOverhead + n.backward_flops(batch) / rate : 0.0};
   };
   // An offloaded device's ops also copy their parameters each pass (at
-  // DeviceRates' default 10 GB/s: not measured).
+  // kOffloadCopyBytesPerSecond: not measured).
   pc.costs.op = [op = pc.costs.op, cfg, g](int node, const std::string& device, int64_t batch) {
     OpSeconds s = op(node, device, batch);
     const DeviceSpec* d = cfg->find_device(device);
     if (!d || !d->offload) return s;
     const int64_t bytes = g->node(node).trained_param_bytes();
-    s.forward += analytical_offload_seconds(bytes, false, DeviceRates{});
-    s.backward += analytical_offload_seconds(bytes, true, DeviceRates{});
+    const double rate = d->kind == DeviceKind::kGpu ? kGpuOffloadCopyBytesPerSecond : kCpuOffloadCopyBytesPerSecond;
+    s.forward += analytical_offload_seconds(bytes, false, rate);
+    s.backward += analytical_offload_seconds(bytes, true, rate);
     return s;
   };
   pc.costs.transfer = [=](const std::string& from, const std::string& to, int64_t bytes) {

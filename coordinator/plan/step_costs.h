@@ -48,6 +48,10 @@ constexpr double kEstimatedGpuFlops = 10e12;
 constexpr double kEstimatedShareOfFmaPeak = 0.5;
 constexpr double kEstimatedHandoffLatency = 30e-6;
 constexpr double kEstimatedHandoffBytesPerSecond = 5e9;
+// How fast an offloaded device's state moves between host memory and the
+// device (not measured yet): a CPU's memory bandwidth, a GPU's pinned copies.
+constexpr double kCpuOffloadCopyBytesPerSecond = 10e9;
+constexpr double kGpuOffloadCopyBytesPerSecond = 12e9;
 
 // device_key() when the device's worker can run here (for a GPU,
 // `worker_gpu --probe` finds a usable one); otherwise nullopt, with the

@@ -23,6 +23,9 @@ struct PlannerDevice {
   uint64_t memory_limit = 0;  // bytes; 0: unlimited
   int threads = 1;            // the worker's threads (the rates and measurements are for this count)
   DeviceRates rates;          // the analytical estimate, where no measurement exists
+  // With `offload`: how fast its offloaded state moves between host memory
+  // and the device (analytical_offload_seconds), bytes per second.
+  double copy_bytes_per_s = 1e10;
   // Training: the optimizer update's seconds per parameter on this device
   // (measured by a calibration; 0: updates are free). A step ends with the
   // slowest device's update.

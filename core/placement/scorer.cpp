@@ -242,7 +242,7 @@ ScheduleRequest PlacementScorer::schedule_request(const Partition& part, const s
             if (ins.kind == InstrKind::kBackward) t += c.bwd[at];
             if (device.offload && (ins.kind == InstrKind::kForward || ins.kind == InstrKind::kBackward))
               t += analytical_offload_seconds(graph_.node(ins.node).trained_param_bytes(),
-                                              ins.kind == InstrKind::kBackward, device.rates);
+                                              ins.kind == InstrKind::kBackward, device.copy_bytes_per_s);
             if (ins.kind == InstrKind::kSumGrads) {
               const int node = program_.tensors[static_cast<size_t>(ins.out.at(0))].node;
               t += analytical_sum_seconds(graph_.node(node).out_shape_for(size).numel(), device.rates);

@@ -36,8 +36,8 @@ double analytical_sum_seconds(int64_t floats, const DeviceRates& rates) {
   return rates.op_overhead_s + static_cast<double>(floats) * 4 * 3 / rates.bytes_per_s;
 }
 
-double analytical_offload_seconds(int64_t trained_param_bytes, bool backward, const DeviceRates& rates) {
-  return static_cast<double>(trained_param_bytes) * (backward ? 3 : 1) / rates.bytes_per_s;
+double analytical_offload_seconds(int64_t trained_param_bytes, bool backward, double bytes_per_s) {
+  return static_cast<double>(trained_param_bytes) * (backward ? 3 : 1) / bytes_per_s;
 }
 
 }  // namespace devmap

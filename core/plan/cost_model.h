@@ -73,9 +73,10 @@ double analytical_sum_seconds(int64_t floats, const DeviceRates& rates);
 // The copies an op's pass makes on a device with `offload: parameters`
 // (core/exec/executor.cpp), per micro-batch: the forward fetches its trained
 // parameters; the backward fetches them with their gradients and writes the
-// gradients back (3 times their bytes). At the device's memory bandwidth
-// and counted as not overlapped: the copies are hidden behind the previous
-// op's compute, but on a CPU the copy thread takes a core from it.
-double analytical_offload_seconds(int64_t trained_param_bytes, bool backward, const DeviceRates& rates);
+// gradients back (3 times their bytes). At `bytes_per_s` (a CPU's memory
+// bandwidth, a GPU's host link) and counted as not overlapped: the copies
+// are hidden behind the previous op's compute, but on a CPU the copy
+// thread takes a core from it.
+double analytical_offload_seconds(int64_t trained_param_bytes, bool backward, double bytes_per_s);
 
 }  // namespace devmap
