@@ -5,6 +5,7 @@
 
 #include "core/exec/thread_pool.h"
 #include "kernels/cuda/optimizer_logic.h"
+#include "kernels/cuda/optimizers.h"
 
 namespace devmap::cuda {
 namespace {
@@ -76,17 +77,7 @@ class HostAdam final : public OptimizerKernel {
   void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t step,
               ThreadPool& pool) override {
     assert(state.size() == 2 && step >= 1 && param.numel() == grad.numel());
-    // The per-step constants exactly as the GPU's Adam (optimizers.cpp) computes them.
-    const double t = static_cast<double>(step);
-    AdamStep s{};
-    s.b1 = as_float(config_.beta1);
-    s.b2 = as_float(config_.beta2);
-    s.one_minus_b1 = as_float(1.0 - config_.beta1);
-    s.one_minus_b2 = as_float(1.0 - config_.beta2);
-    s.step_size = as_float(config_.rate_at(step) / (1.0 - std::pow(config_.beta1, t)));
-    s.inv_sqrt_bc2 = as_float(1.0 / std::sqrt(1.0 - std::pow(config_.beta2, t)));
-    s.eps = as_float(config_.epsilon);
-    s.wd = as_float(config_.weight_decay);
+    const AdamStep s = adam_step_constants(config_, step);
     float* p = param.data;
     float* m = state[0].data;
     float* v = state[1].data;

@@ -54,17 +54,7 @@ class Adam final : public OptimizerKernel {
   void update(TensorView param, TensorView grad, std::span<const TensorView> state, int64_t step,
               ThreadPool& /*pool*/) override {
     assert(state.size() == 2 && step >= 1 && param.numel() == grad.numel());
-    // The per-step constants exactly as cpu::Adam computes them (in double, then rounded).
-    const double t = static_cast<double>(step);
-    AdamStep s{};
-    s.b1 = as_float(config_.beta1);
-    s.b2 = as_float(config_.beta2);
-    s.one_minus_b1 = as_float(1.0 - config_.beta1);
-    s.one_minus_b2 = as_float(1.0 - config_.beta2);
-    s.step_size = as_float(config_.rate_at(step) / (1.0 - std::pow(config_.beta1, t)));
-    s.inv_sqrt_bc2 = as_float(1.0 / std::sqrt(1.0 - std::pow(config_.beta2, t)));
-    s.eps = as_float(config_.epsilon);
-    s.wd = as_float(config_.weight_decay);
+    const AdamStep s = adam_step_constants(config_, step);
     launch_adam(param.data, grad.data, state[0].data, state[1].data, param.numel(), s, device_.stream());
   }
 
@@ -83,6 +73,20 @@ std::unique_ptr<OptimizerKernel> make_optimizer(const OptimizerConfig& config, C
   }
   assert(false && "unknown optimizer kind");
   return nullptr;
+}
+
+AdamStep adam_step_constants(const OptimizerConfig& config, int64_t step) {
+  const double t = static_cast<double>(step);
+  AdamStep s{};
+  s.b1 = as_float(config.beta1);
+  s.b2 = as_float(config.beta2);
+  s.one_minus_b1 = as_float(1.0 - config.beta1);
+  s.one_minus_b2 = as_float(1.0 - config.beta2);
+  s.step_size = as_float(config.rate_at(step) / (1.0 - std::pow(config.beta1, t)));
+  s.inv_sqrt_bc2 = as_float(1.0 / std::sqrt(1.0 - std::pow(config.beta2, t)));
+  s.eps = as_float(config.epsilon);
+  s.wd = as_float(config.weight_decay);
+  return s;
 }
 
 }  // namespace devmap::cuda
