@@ -43,8 +43,9 @@ std::string shortfalls(const NoFit& f) {
 }
 
 // The CPU devices offload could move parameters off: a memory_limit, no
-// offload yet (`offload: none` included). GPU offload is not chosen by `auto` (never run on a GPU),
-// nor with data-parallel replicas (not tested with offload).
+// offload yet (`offload: none` included). `auto` does not choose a GPU's
+// offload (never run on a GPU), nor offload with data-parallel replicas
+// (not tested together).
 std::vector<const DeviceSpec*> offloadable(const Config& config) {
   std::vector<const DeviceSpec*> out;
   if (config.data_parallel.replicas > 1) return out;
@@ -76,6 +77,31 @@ std::string smallest_raise(const std::vector<Candidate>& tried, const Config& co
     }
   }
   return advice;
+}
+
+// The message when no combination fits: the config's own account, each
+// combination's, and the smallest change that fits among them.
+std::string no_lever_fits(const Config& config, const NoFit& no_fit, const std::vector<Candidate>& tried) {
+  std::string message = config.path + ": " + format_no_fit(no_fit);
+  if (!tried.empty()) message += "; with auto's levers:";
+  std::string refused_fit;
+  for (size_t k = 0; k < tried.size(); ++k) {
+    const Candidate& c = tried[k];
+    message += std::string(k ? ";" : "") + " " + c.name + ": ";
+    if (c.result.fits) {
+      message += "fits (" + ms(c.result.plan.choice.step_seconds) + " a step predicted), but the config gives " +
+                 c.forbidden_by + " `offload: none`";
+      if (refused_fit.empty()) refused_fit = "drop `offload: none` from " + c.forbidden_by;
+    } else {
+      message += shortfalls(c.result.no_fit);
+    }
+  }
+  const std::string raise = smallest_raise(tried, config);
+  if (!refused_fit.empty())
+    message += "; the smallest change that fits: " + refused_fit;
+  else if (!raise.empty())
+    message += "; the smallest change that fits: " + raise;
+  return message;
 }
 
 }  // namespace
@@ -115,11 +141,12 @@ LeverChoice choose_levers(const Config& config, const NoFit& no_fit, const std::
     off.levers.push_back(off.name + ": no placement fits with every parameter on its device");
     const PlacementResult alone = attempt(off);
     if (alone.fits) return;
+    const std::string& op = alone.no_fit.largest_op;  // with offload, maybe another op than without
     for (const ProposedSplit& s : proposed_splits(off.config, alone.no_fit, flops_per_s)) {
       Candidate both = off;
-      both.name += ", " + no_fit.largest_op + " split " + split_description(s.shares);
-      both.levers.push_back(split_lever(no_fit.largest_op, s, alone.no_fit));
-      apply_split(both.config, no_fit.largest_op, s.shares);
+      both.name += ", " + op + " split " + split_description(s.shares);
+      both.levers.push_back(split_lever(op, s, alone.no_fit));
+      apply_split(both.config, op, s.shares);
       attempt(std::move(both));
     }
   };
@@ -140,28 +167,7 @@ LeverChoice choose_levers(const Config& config, const NoFit& no_fit, const std::
     if (c.result.fits && c.forbidden_by.empty() &&
         (!best || c.result.plan.choice.step_seconds < best->result.plan.choice.step_seconds))
       best = &c;
-  if (!best) {
-    std::string message = config.path + ": " + format_no_fit(no_fit);
-    if (!tried.empty()) message += "; with auto's levers:";
-    std::string refused_fit;
-    for (size_t k = 0; k < tried.size(); ++k) {
-      const Candidate& c = tried[k];
-      message += std::string(k ? ";" : "") + " " + c.name + ": ";
-      if (c.result.fits) {
-        message += "fits (" + ms(c.result.plan.choice.step_seconds) + " a step predicted), but the config gives " +
-                   c.forbidden_by + " `offload: none`";
-        if (refused_fit.empty()) refused_fit = "drop `offload: none` from " + c.forbidden_by;
-      } else {
-        message += shortfalls(c.result.no_fit);
-      }
-    }
-    const std::string raise = smallest_raise(tried, config);
-    if (!refused_fit.empty())
-      message += "; the smallest change that fits: " + refused_fit;
-    else if (!raise.empty())
-      message += "; the smallest change that fits: " + raise;
-    throw_invalid(message);
-  }
+  if (!best) throw_invalid(no_lever_fits(config, no_fit, tried));
   LeverChoice choice{best->config, best->result.plan, best->levers, {}};
   for (const Candidate& c : tried) {
     if (&c == best) continue;
