@@ -105,7 +105,9 @@ int run_plan(const Config& config, const PlanOptions& options) {
     const std::string header = "The placement of " + config.path + " as `" + command_name() +
                                " plan --emit-map` wrote it:\n" + "launch this file as it is, or edit device_map.";
     write_file_atomically(options.emit_map_path,
-                          config_with_device_map({&config, &plan.graph, memory.split.count, header}), "--emit-map");
+                          config_with_device_map({&config, &plan.graph, memory.split.count,
+                                                  memory.rounds ? memory.pipeline.kind : PipelineKind::kNone, header}),
+                          "--emit-map");
     std::cerr << "devmap: device map: " << options.emit_map_path << "\n";
   }
   return 0;

@@ -80,7 +80,7 @@ std::string config_with_device_map(const EmittedMap& m) {
   YAML::Node train = root["train"] ? root["train"] : YAML::Node(YAML::NodeType::Map);
   YAML::Node pipeline = train["pipeline"] ? train["pipeline"] : YAML::Node(YAML::NodeType::Map);
   pipeline["micro_batches"] = m.micro_batches;
-  pipeline["schedule"] = pipeline_kind_name(m.config->train.pipeline);
+  pipeline["schedule"] = pipeline_kind_name(m.schedule);
   train["pipeline"] = pipeline;
   root["train"] = train;
   std::ostringstream out;

@@ -16,9 +16,10 @@ namespace devmap {
 
 struct EmittedMap {
   const Config* config = nullptr;
-  const Graph* graph = nullptr;  // placed
-  int64_t micro_batches = 1;     // what the plan runs
-  std::string header;            // comment lines (without "# "), e.g. where it came from
+  const Graph* graph = nullptr;                 // placed
+  int64_t micro_batches = 1;                    // what the plan runs
+  PipelineKind schedule = PipelineKind::kNone;  // how it runs them (kNone: lock-step)
+  std::string header;                           // comment lines (without "# "), e.g. where it came from
 };
 
 std::string config_with_device_map(const EmittedMap& map);

@@ -52,6 +52,24 @@ TEST(PlanOutputs, AnEmittedMapTrainsWithTheBitsOfItsConfig) {
   EXPECT_EQ(train(map, "emitted.jsonl", false), original);  // the file as it is: its own settings
 }
 
+// A step a memory_limit splits into lock-step micro-batches is emitted as
+// such (`schedule: none`), so the emitted file plans the same micro-batches.
+TEST(PlanOutputs, AnEmittedMapKeepsLockStepMicroBatchesLockStep) {
+  TempDir dir;
+  const std::string config = kConfigs + "fashion_mnist_cnn_16mib.yaml", map = dir.path() + "/map.yaml";
+  const ProcessResult p = run_process({DEVMAP_COORDINATOR_BIN, "plan", config, "--emit-map", map}, dir.path());
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const size_t at = p.out.find("memory plan of ");
+  ASSERT_NE(at, std::string::npos) << p.out;
+  const std::string first = p.out.substr(at, p.out.find('\n', at) - at);
+  EXPECT_NE(first.find("run as 3 micro-batches: 1 of 22 and 2 of 21;"), std::string::npos) << first;
+  const std::string text = read_file(map);
+  EXPECT_NE(text.find("  pipeline:\n    micro_batches: 3\n    schedule: none\n"), std::string::npos) << text;
+  const ProcessResult again = run_process({DEVMAP_COORDINATOR_BIN, "plan", map}, dir.path());
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("run as 3 micro-batches: 1 of 22 and 2 of 21;"), std::string::npos) << again.out;
+}
+
 TEST(PlanOutputs, DotDrawsEveryDeviceAndTheBytesThatCross) {
   TempDir dir;
   const std::string dot = dir.path() + "/placement.dot";
