@@ -51,6 +51,10 @@ integration_filter='MicroBatchTraining.FourMicroBatchesGiveTheFullBatchUpdate'
 
 wrappers=$(mktemp -d "${TMPDIR:-/tmp}/devmap-emulated.XXXXXX")
 trap 'rm -rf "$wrappers"' EXIT
+# An emulated worker measures an emulated FMA peak and emulated op times:
+# they go to caches of their own, never the user's (~/.cache/devmap), where
+# they would pass for this machine's.
+export XDG_CACHE_HOME="$wrappers/cache"
 
 covered=() failed=()
 for model in "${models[@]}"; do
