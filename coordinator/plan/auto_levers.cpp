@@ -6,6 +6,7 @@
 #include "coordinator/plan/auto_split.h"
 #include "core/base/error.h"
 #include "core/base/format_bytes.h"
+#include "core/base/format_number.h"
 
 namespace devmap {
 namespace {
@@ -18,12 +19,6 @@ struct Candidate {
   PlacementResult result;
   std::string forbidden_by;  // non-empty: it needs an offload the config refuses ("cpu:0 and cpu:1")
 };
-
-std::string ms(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f ms", seconds * 1e3);
-  return buf;
-}
 
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
@@ -89,7 +84,7 @@ std::string no_lever_fits(const Config& config, const NoFit& no_fit, const std::
     const Candidate& c = tried[k];
     message += std::string(k ? ";" : "") + " " + c.name + ": ";
     if (c.result.fits) {
-      message += "fits (" + ms(c.result.plan.choice.step_seconds) + " a step predicted), but the config gives " +
+      message += "fits (" + format_ms(c.result.plan.choice.step_seconds) + " a step predicted), but the config gives " +
                  c.forbidden_by + " `offload: none`";
       if (refused_fit.empty()) refused_fit = "drop `offload: none` from " + c.forbidden_by;
     } else {
@@ -174,8 +169,8 @@ LeverChoice choose_levers(const Config& config, const NoFit& no_fit, const std::
     std::string why = !c.result.fits ? shortfalls(c.result.no_fit)
                       : !c.forbidden_by.empty()
                           ? "fits, but the config gives " + c.forbidden_by + " `offload: none`"
-                          : ms(c.result.plan.choice.step_seconds) + " a step predicted, against " +
-                                ms(best->result.plan.choice.step_seconds);
+                          : format_ms(c.result.plan.choice.step_seconds) + " a step predicted, against " +
+                                format_ms(best->result.plan.choice.step_seconds);
     choice.not_taken.push_back(c.name + ": " + why);
   }
   return choice;

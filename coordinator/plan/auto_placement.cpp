@@ -16,6 +16,7 @@
 #include "coordinator/util/signals.h"
 #include "core/base/error.h"
 #include "core/base/format_bytes.h"
+#include "core/base/format_number.h"
 #include "core/exec/kernel.h"
 #include "transport/edge_plan.h"
 
@@ -51,12 +52,6 @@ class CalibratedOpTimes : public OpTimes {
   std::map<std::string, std::string> keys_;
   std::unordered_map<std::string, std::string> signatures_;  // by op name
 };
-
-std::string ms(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f ms", seconds * 1e3);
-  return buf;
-}
 
 std::string choice_text(const ScheduleChoice& c) {
   return std::to_string(c.micro_batches) + (c.micro_batches == 1 ? " micro-batch" : " micro-batches") + " of " +
@@ -219,15 +214,15 @@ void print_auto_placement(const AutoPlan& chosen, const Config& config, std::ost
   const PlacementPlan& plan = chosen.plan;
   os << "auto placement (" << (plan.exact ? "the optimum over contiguous placements" : "heuristic") << ", "
      << plan.evaluations << " placements scored): " << describe_placement(config.graph, plan.placement) << "\n";
-  os << "  predicted step " << ms(plan.choice.step_seconds) << ": " << choice_text(plan.choice) << "\n";
+  os << "  predicted step " << format_ms(plan.choice.step_seconds) << ": " << choice_text(plan.choice) << "\n";
   if (!chosen.levers.empty()) os << "  levers, since nothing fits without them:\n";
   for (const std::string& l : chosen.levers) os << "    " << l << "\n";
   if (!chosen.not_taken.empty()) os << "  levers not taken:\n";
   for (const std::string& l : chosen.not_taken) os << "    " << l << "\n";
   for (const DeviceForecast& d : plan.devices)
-    os << "  " << d.device << ": busy " << ms(d.busy_seconds) << ", idle " << ms(d.idle_seconds) << "; memory "
-       << format_bytes(d.memory_bytes) << " of " << (d.memory_limit ? format_bytes(d.memory_limit) : "no limit")
-       << "\n";
+    os << "  " << d.device << ": busy " << format_ms(d.busy_seconds) << ", idle " << format_ms(d.idle_seconds)
+       << "; memory " << format_bytes(d.memory_bytes) << " of "
+       << (d.memory_limit ? format_bytes(d.memory_limit) : "no limit") << "\n";
   os << "  crossing devices per step: " << format_bytes(plan.bytes_per_step);
   for (size_t i = 0; i < plan.crossings.size(); ++i) {
     const CrossingTensor& c = plan.crossings[i];

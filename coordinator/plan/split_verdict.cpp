@@ -11,16 +11,11 @@
 #include "coordinator/util/command_name.h"
 #include "core/base/error.h"
 #include "core/base/format_bytes.h"
+#include "core/base/format_number.h"
 #include "core/plan/program.h"
 
 namespace devmap {
 namespace {
-
-std::string ms(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f ms", seconds * 1e3);
-  return buf;
-}
 
 std::string percent(double share) {
   char buf[32];
@@ -166,11 +161,11 @@ std::vector<std::string> split_verdict_lines(const SplitVerdictInputs& in) {
   // Comparisons use the measured step where there is one.
   const double step = in.measured ? *in.measured : in.predicted;
   const bool mismatch = in.measured && in.predicted > 0 && std::abs(*in.measured / in.predicted - 1) > kVerdictMismatch;
-  std::string head = label + ": " + ms(step) + " a step " +
+  std::string head = label + ": " + format_ms(step) + " a step " +
                      (in.measured ? std::string("measured") : "predicted (" + source(in.predicted_calibrated) + ")");
   if (in.alone) {
     head += ", " + against_than(step, in.alone->seconds) + " " + alone_phrase(*in.alone) + " (" +
-            ms(in.alone->seconds) + " predicted, " + source(in.alone->calibrated);
+            format_ms(in.alone->seconds) + " predicted, " + source(in.alone->calibrated);
     if (in.alone->micro_batches > 1)
       head += "; as " + std::to_string(in.alone->micro_batches) + " micro-batches to fit its memory_limit";
     if (mismatch) head += "; predicted against predicted: " + against(in.predicted, in.alone->seconds);
@@ -192,7 +187,7 @@ std::vector<std::string> split_verdict_lines(const SplitVerdictInputs& in) {
     std::string s = "  against lock-step at the full batch (" + std::to_string(in.lockstep_micro_batches) + " x " +
                     std::to_string((in.batch + in.lockstep_micro_batches - 1) / in.lockstep_micro_batches) +
                     (in.lockstep_micro_batches > 1 ? ", as the budgets need" : "") +
-                    "): " + against(step, *in.lockstep) + " (" + ms(*in.lockstep) + " predicted, " +
+                    "): " + against(step, *in.lockstep) + " (" + format_ms(*in.lockstep) + " predicted, " +
                     source(in.lockstep_calibrated);
     if (mismatch) s += "; predicted against predicted: " + against(in.predicted, *in.lockstep);
     lines.push_back(s + ")");
@@ -224,8 +219,8 @@ std::vector<std::string> split_verdict_lines(const SplitVerdictInputs& in) {
   }
   if (mismatch) {
     const double off = *in.measured / in.predicted - 1;
-    lines.push_back("  measured " + ms(*in.measured) + " is " + percent(std::abs(off)) +
-                    (off > 0 ? " above" : " below") + " the predicted " + ms(in.predicted) +
+    lines.push_back("  measured " + format_ms(*in.measured) + " is " + percent(std::abs(off)) +
+                    (off > 0 ? " above" : " below") + " the predicted " + format_ms(in.predicted) +
                     (in.predicted_calibrated
                          ? ": the calibration does not describe this run (a machine busier or quieter than when it "
                            "calibrated, or a stale cache); recalibrate on a quiet machine with `" +
