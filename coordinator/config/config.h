@@ -197,6 +197,9 @@ struct Config {
   // The splits `auto` chose (coordinator/plan/auto_levers.h), by op: the
   // shares its `split` key would pin (--emit-map writes them).
   std::map<std::string, std::vector<SplitShare>> auto_splits;
+  // The conv algorithms `auto` chose for less workspace
+  // (coordinator/plan/conv_algorithm_lever.h), by op: "gemm".
+  std::map<std::string, std::string> auto_algorithms;
 
   // The YAML after overrides, as text: written beside each run's metrics.
   std::string resolved_yaml;

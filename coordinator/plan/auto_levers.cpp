@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "coordinator/plan/auto_split.h"
+#include "coordinator/plan/conv_algorithm_lever.h"
 #include "core/base/error.h"
 #include "core/base/format_bytes.h"
 #include "core/base/format_number.h"
@@ -49,8 +50,8 @@ std::vector<const DeviceSpec*> offloadable(const Config& config) {
   return out;
 }
 
-std::string split_lever(const std::string& op, const ProposedSplit& s, const NoFit& why) {
-  return "split " + op + " " + split_description(s.shares) + " (shares " + s.basis + "): " + op + " alone needs " +
+std::string split_lever(const ProposedSplit& s, const NoFit& why) {
+  return "split " + s.op + " " + split_description(s.shares) + " (" + s.basis + "): " + s.op + " alone needs " +
          format_bytes(why.largest_op_bytes) + ", more than any device's memory_limit";
 }
 
@@ -99,72 +100,109 @@ std::string no_lever_fits(const Config& config, const NoFit& no_fit, const std::
   return message;
 }
 
-}  // namespace
+// The combinations choose_levers places, in the order it tries them.
+class LeverSearch {
+ public:
+  LeverSearch(const std::map<std::string, SplitDeviceRate>& rates, const PlaceVariant& place)
+      : rates_(rates), place_(place) {}
 
-LeverChoice choose_levers(const Config& config, const NoFit& no_fit, const std::map<std::string, double>& flops_per_s,
-                          const PlaceVariant& place) {
-  std::vector<Candidate> tried;
-  auto attempt = [&](Candidate c) {
-    c.result = place(c.config);
-    tried.push_back(std::move(c));
-    return tried.back().result;
-  };
-  // The split alone.
-  for (const ProposedSplit& s : proposed_splits(config, no_fit, flops_per_s)) {
-    Candidate c{{split_lever(no_fit.largest_op, s, no_fit)},
-                no_fit.largest_op + " split " + split_description(s.shares),
-                config,
-                {},
-                {}};
-    apply_split(c.config, no_fit.largest_op, s.shares);
-    attempt(std::move(c));
+  // The split, offload and both over `base` (the config as written, or
+  // with its convs as GEMM), whose own placement found `base_no_fit`.
+  void split_and_offload(const Candidate& base, const NoFit& base_no_fit) {
+    for (const ProposedSplit& s : proposed_splits(base.config, base_no_fit, rates_)) {
+      Candidate c = with(base, s.op + " split " + split_description(s.shares), split_lever(s, base_no_fit));
+      apply_split(c.config, s.op, s.shares);
+      attempt(std::move(c));
+    }
+    // Offload on the devices the config leaves it to, and, when that is
+    // not all of them and nothing else fits, on all (to advise dropping
+    // `offload: none`).
+    const std::vector<const DeviceSpec*> every = offloadable(base.config);
+    std::vector<const DeviceSpec*> allowed;
+    for (const DeviceSpec* d : every)
+      if (!d->offload_given) allowed.push_back(d);
+    if (!allowed.empty()) offload(base, allowed);
+    if (every.size() > allowed.size() && !best()) offload(base, every);
   }
-  // Offload, then offload with the split the offloaded config proposes:
-  // on the devices the config leaves it to, and, when that is not all of
-  // them and nothing else fits, on all (to advise dropping `offload: none`).
-  auto try_offload = [&](const std::vector<const DeviceSpec*>& devices) {
-    Candidate off{{}, {}, config, {}, {}};
+
+  // The convs whose GEMM needs less workspace than oneDNN's run so: alone,
+  // then with the split and offload.
+  void convs_as_gemm(const Config& config) {
+    const std::vector<LeanerConv> convs = convs_leaner_as_gemm(config);
+    if (convs.empty()) return;
+    Candidate gemm{{gemm_lever_text(convs)}, {}, config, {}, {}};
+    for (size_t k = 0; k < convs.size(); ++k) gemm.name += (k ? ", " : "") + convs[k].op;
+    gemm.name += " as GEMM";
+    apply_gemm_convs(gemm.config, convs);
+    const PlacementResult alone = attempt(gemm);
+    if (!alone.fits) split_and_offload(gemm, alone.no_fit);
+  }
+
+  // The least predicted step among what fits and the config allows.
+  const Candidate* best() const {
+    const Candidate* out = nullptr;
+    for (const Candidate& c : tried_)
+      if (c.result.fits && c.forbidden_by.empty() &&
+          (!out || c.result.plan.choice.step_seconds < out->result.plan.choice.step_seconds))
+        out = &c;
+    return out;
+  }
+
+  const std::vector<Candidate>& tried() const { return tried_; }
+
+ private:
+  PlacementResult attempt(Candidate c) {
+    c.result = place_(c.config);
+    tried_.push_back(std::move(c));
+    return tried_.back().result;
+  }
+
+  // `base` with one more lever, named after its own.
+  static Candidate with(const Candidate& base, const std::string& name, const std::string& lever) {
+    Candidate c = base;
+    c.name = base.name.empty() ? name : base.name + ", " + name;
+    c.levers.push_back(lever);
+    return c;
+  }
+
+  // Offload on `devices`, then with the split the offloaded config proposes.
+  void offload(const Candidate& base, const std::vector<const DeviceSpec*>& devices) {
     std::vector<std::string> names, refused;
     for (const DeviceSpec* d : devices) {
       names.push_back(d->name);
       if (d->offload_given) refused.push_back(d->name);
     }
+    const std::string name = "offload parameters on " + joined(names);
+    Candidate off = with(base, name, name + ": no placement fits with every parameter on its device");
     for (DeviceSpec& d : off.config.devices)
       for (const DeviceSpec* o : devices) d.offload = d.offload || d.name == o->name;
-    off.name = "offload parameters on " + joined(names);
     off.forbidden_by = joined(refused);
-    off.levers.push_back(off.name + ": no placement fits with every parameter on its device");
     const PlacementResult alone = attempt(off);
     if (alone.fits) return;
-    const std::string& op = alone.no_fit.largest_op;  // with offload, maybe another op than without
-    for (const ProposedSplit& s : proposed_splits(off.config, alone.no_fit, flops_per_s)) {
-      Candidate both = off;
-      both.name += ", " + op + " split " + split_description(s.shares);
-      both.levers.push_back(split_lever(op, s, alone.no_fit));
-      apply_split(both.config, op, s.shares);
+    // With offload the op needing the most memory may be another.
+    for (const ProposedSplit& s : proposed_splits(off.config, alone.no_fit, rates_)) {
+      Candidate both = with(off, s.op + " split " + split_description(s.shares), split_lever(s, alone.no_fit));
+      apply_split(both.config, s.op, s.shares);
       attempt(std::move(both));
     }
-  };
-  const std::vector<const DeviceSpec*> every = offloadable(config);
-  std::vector<const DeviceSpec*> allowed;
-  for (const DeviceSpec* d : every)
-    if (!d->offload_given) allowed.push_back(d);
-  if (!allowed.empty()) try_offload(allowed);
-  auto fits_allowed = [&] {
-    for (const Candidate& c : tried)
-      if (c.result.fits && c.forbidden_by.empty()) return true;
-    return false;
-  };
-  if (every.size() > allowed.size() && !fits_allowed()) try_offload(every);
-  // The least predicted step among what fits and the config allows.
-  const Candidate* best = nullptr;
-  for (const Candidate& c : tried)
-    if (c.result.fits && c.forbidden_by.empty() &&
-        (!best || c.result.plan.choice.step_seconds < best->result.plan.choice.step_seconds))
-      best = &c;
-  if (!best) throw_invalid(no_lever_fits(config, no_fit, tried));
+  }
+
+  const std::map<std::string, SplitDeviceRate>& rates_;
+  const PlaceVariant& place_;
+  std::vector<Candidate> tried_;
+};
+
+}  // namespace
+
+LeverChoice choose_levers(const Config& config, const NoFit& no_fit,
+                          const std::map<std::string, SplitDeviceRate>& rates, const PlaceVariant& place) {
+  LeverSearch search(rates, place);
+  search.split_and_offload(Candidate{{}, {}, config, {}, {}}, no_fit);
+  search.convs_as_gemm(config);
+  const Candidate* best = search.best();
+  if (!best) throw_invalid(no_lever_fits(config, no_fit, search.tried()));
   LeverChoice choice{best->config, best->result.plan, best->levers, {}};
-  for (const Candidate& c : tried) {
+  for (const Candidate& c : search.tried()) {
     if (&c == best) continue;
     std::string why = !c.result.fits ? shortfalls(c.result.no_fit)
                       : !c.forbidden_by.empty()
@@ -174,6 +212,28 @@ LeverChoice choose_levers(const Config& config, const NoFit& no_fit, const std::
     choice.not_taken.push_back(c.name + ": " + why);
   }
   return choice;
+}
+
+std::optional<LeverChoice> choose_split_for_speed(const Config& config, const PlacementPlan& unsplit,
+                                                  const std::map<std::string, SplitDeviceRate>& rates,
+                                                  const PlaceVariant& place) {
+  const std::optional<ProposedSplit> split = split_for_speed(config, rates);
+  if (!split) return std::nullopt;
+  Config variant = config;
+  apply_split(variant, split->op, split->shares);
+  const PlacementResult result = place(variant);
+  const std::string name = "split " + split->op + " " + split_description(split->shares) + " (" + split->basis + ")";
+  const double before = unsplit.choice.step_seconds;
+  if (result.fits && result.plan.choice.step_seconds <= before * (1 - kSplitGain)) {
+    const std::string why = ": " + format_ms(result.plan.choice.step_seconds) + " a step predicted, against " +
+                            format_ms(before) + " unsplit";
+    return LeverChoice{std::move(variant), result.plan, {name + why}, {}};
+  }
+  const std::string why = !result.fits ? shortfalls(result.no_fit)
+                                       : format_ms(result.plan.choice.step_seconds) + " a step predicted, against " +
+                                             format_ms(before) + " unsplit (a split must gain " +
+                                             std::to_string(static_cast<int>(kSplitGain * 100)) + "%)";
+  return LeverChoice{config, unsplit, {}, {name + ": " + why}};
 }
 
 }  // namespace devmap

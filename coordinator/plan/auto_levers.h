@@ -1,20 +1,25 @@
 // `auto` placement's levers beyond placement, micro-batches and pipelines,
 // pulled when no placement fits the config as written: the op that needs
-// the most memory split across devices (auto_split.h), and offload of
+// the most memory split across devices (auto_split.h), offload of
 // parameters to host memory (`offload: parameters`) on the CPU devices
-// with a memory_limit whose `offload` the config leaves unsaid. Each
-// combination is placed by the planner; of those that fit, the least
-// predicted step wins (offload's copies are in the prediction:
-// core/plan/cost_model.h analytical_offload_seconds). Recomputation is
-// the job plan's choice (recompute_plan.h), made after placement.
+// with a memory_limit whose `offload` the config leaves unsaid, both, and
+// each of those again with the convs whose im2col + GEMM needs less
+// workspace than oneDNN run so (conv_algorithm_lever.h). Each combination
+// is placed by the planner, which chooses its micro-batches (any count up
+// to 16, even or not) and schedule; of those that fit, the least predicted
+// step wins (offload's copies are in the prediction: core/plan/cost_model.h
+// analytical_offload_seconds). Recomputation is the job plan's choice
+// (recompute_plan.h), made after placement against the micro-batches.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "coordinator/config/config.h"
+#include "coordinator/plan/auto_split.h"
 #include "core/placement/planner.h"
 
 namespace devmap {
@@ -37,12 +42,26 @@ struct LeverChoice {
 // prediction's argmax).
 using PlaceVariant = std::function<PlacementResult(Config&)>;
 
-// The levers for `config`, whose placement found `no_fit`. `flops_per_s`:
-// each device's speed, for the split's shares. Throws devmap::Error
+// The levers for `config`, whose placement found `no_fit`. `rates`: each
+// device's speed and link, for the split's shares. Throws devmap::Error
 // (kInvalidInput, exit 2) when no combination fits, with the config's own
 // account, what each combination lacked, and the smallest change that
 // fits among them (a limit to raise, or an `offload: none` to drop).
-LeverChoice choose_levers(const Config& config, const NoFit& no_fit, const std::map<std::string, double>& flops_per_s,
-                          const PlaceVariant& place);
+LeverChoice choose_levers(const Config& config, const NoFit& no_fit,
+                          const std::map<std::string, SplitDeviceRate>& rates, const PlaceVariant& place);
+
+// The least predicted gain for which a split is taken when the config fits
+// without one: the FLOP estimate misjudges a split by more than the small
+// gains (on two Zen 4 cores it predicted 20% that were not there).
+constexpr double kSplitGain = 0.10;
+
+// When `config` fits as written (its placement `unsplit`): the split
+// split_for_speed proposes, placed, and taken when its predicted step is at
+// least kSplitGain below unsplit's. nullopt when it proposes none; else the
+// choice: the split (`used` says why) or the config as it was (`not_taken`
+// says why not).
+std::optional<LeverChoice> choose_split_for_speed(const Config& config, const PlacementPlan& unsplit,
+                                                  const std::map<std::string, SplitDeviceRate>& rates,
+                                                  const PlaceVariant& place);
 
 }  // namespace devmap

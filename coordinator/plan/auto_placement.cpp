@@ -72,7 +72,7 @@ namespace {
 // gets its argmax op added to the graph).
 struct Attempt {
   PlacementResult result;
-  std::map<std::string, double> flops_per_s;  // each device's speed, as the planner had it
+  std::map<std::string, SplitDeviceRate> rates;  // each device's speed and slowest link, as the planner had them
 };
 
 Attempt attempt_placement(Config& config, const RunOptions& options, int64_t batch) {
@@ -158,7 +158,14 @@ Attempt attempt_placement(Config& config, const RunOptions& options, int64_t bat
     return timed_out || interrupted();
   };
   Attempt attempt{plan_placement(r), {}};
-  for (const PlannerDevice& p : r.devices) attempt.flops_per_s[p.name] = p.rates.flops_per_s;
+  for (size_t a = 0; a < r.devices.size(); ++a) {
+    SplitDeviceRate& rate = attempt.rates[r.devices[a].name];
+    rate.flops_per_s = r.devices[a].rates.flops_per_s;
+    for (size_t b = 0; b < r.devices.size(); ++b)
+      for (const LinkCost& link : {r.links[a][b], r.links[b][a]})
+        if (a != b && link.bytes_per_s > 0 && (rate.link_bytes_per_s == 0 || link.bytes_per_s < rate.link_bytes_per_s))
+          rate.link_bytes_per_s = link.bytes_per_s;
+  }
   PlacementResult& result = attempt.result;
   if (interrupted()) throw_runtime("placement interrupted");
   if (said || timed_out) {
@@ -196,8 +203,18 @@ std::optional<AutoPlan> place_automatically(Config& config, const RunOptions& op
   AutoPlan out;
   if (first.result.fits) {
     out.plan = std::move(first.result.plan);
+    if (std::optional<LeverChoice> faster = choose_split_for_speed(config, out.plan, first.rates, [&](Config& variant) {
+          return attempt_placement(variant, options, batch).result;
+        })) {
+      for (const std::string& used : faster->used) std::cerr << "devmap: auto: " << used << "\n";
+      config = std::move(faster->config);
+      out.plan = std::move(faster->plan);
+      out.levers = std::move(faster->used);
+      out.not_taken = std::move(faster->not_taken);
+    }
   } else {
-    LeverChoice levers = choose_levers(config, first.result.no_fit, first.flops_per_s, [&](Config& variant) {
+    out.levers_needed = true;
+    LeverChoice levers = choose_levers(config, first.result.no_fit, first.rates, [&](Config& variant) {
       return attempt_placement(variant, options, batch).result;
     });
     for (const std::string& used : levers.used) std::cerr << "devmap: auto: " << used << "\n";
@@ -215,7 +232,9 @@ void print_auto_placement(const AutoPlan& chosen, const Config& config, std::ost
   os << "auto placement (" << (plan.exact ? "the optimum over contiguous placements" : "heuristic") << ", "
      << plan.evaluations << " placements scored): " << describe_placement(config.graph, plan.placement) << "\n";
   os << "  predicted step " << format_ms(plan.choice.step_seconds) << ": " << choice_text(plan.choice) << "\n";
-  if (!chosen.levers.empty()) os << "  levers, since nothing fits without them:\n";
+  if (!chosen.levers.empty())
+    os << (chosen.levers_needed ? "  levers, since nothing fits without them:\n"
+                                : "  levers, since they are predicted faster:\n");
   for (const std::string& l : chosen.levers) os << "    " << l << "\n";
   if (!chosen.not_taken.empty()) os << "  levers not taken:\n";
   for (const std::string& l : chosen.not_taken) os << "    " << l << "\n";

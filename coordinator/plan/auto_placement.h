@@ -26,8 +26,9 @@ bool has_auto_placement(const Config& config);
 // (auto_levers.h), each with why, and the combinations it did not take.
 struct AutoPlan {
   PlacementPlan plan;
-  std::vector<std::string> levers;
-  std::vector<std::string> not_taken;
+  std::vector<std::string> levers;     // what beyond placement it uses, and why
+  std::vector<std::string> not_taken;  // the other combinations tried, and why not
+  bool levers_needed = false;          // nothing fit without levers (else they are for speed)
 };
 
 // Plans the placement of the auto ops and writes it into `config`: every

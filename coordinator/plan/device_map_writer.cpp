@@ -39,11 +39,14 @@ std::optional<YAML::Node> op_item(YAML::Node ops, const std::string& name) {
 }
 
 // What `auto` chose beyond placement written as keys: each split op's
-// `split`, `offload: parameters` on the devices it offloaded.
+// `split`, each conv's `algorithm`, `offload: parameters` on the devices it
+// offloaded.
 void write_levers(YAML::Node& root, const Config& config) {
   for (const auto& [op, shares] : config.auto_splits)
     if (std::optional<YAML::Node> item = op_item(root["model"]["ops"], op))
       (*item)["split"] = YAML::Load(split_key_text(shares));
+  for (const auto& [op, algorithm] : config.auto_algorithms)
+    if (std::optional<YAML::Node> item = op_item(root["model"]["ops"], op)) (*item)["algorithm"] = algorithm;
   for (const DeviceSpec& d : config.devices)
     if (d.offload && !d.offload_given) root["devices"][d.name]["offload"] = "parameters";
 }

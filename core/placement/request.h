@@ -67,8 +67,10 @@ struct PlacementRequest {
   std::function<bool()> stop;
 };
 
-// The divisors of `batch` up to `most` (64, 16: 1 2 4 8 16); batch itself
-// when it is smaller.
+// The counts up to `most` (and `batch`) whose micro-batches differ in size,
+// even or not: 64, 16 gives 1 2 3 4 5 6 7 8 10 11 13 16 (micro-batches of
+// at most 64 32 22 16 13 11 10 8 7 6 5 4 samples), so a memory_limit that
+// holds 22 samples is not run at 16.
 std::vector<int> default_micro_batch_counts(int64_t batch, int most);
 
 }  // namespace devmap

@@ -39,8 +39,13 @@ std::vector<ScheduleChoice> choices_for(const std::vector<int>& counts, int64_t 
 
 std::vector<int> default_micro_batch_counts(int64_t batch, int most) {
   std::vector<int> out;
-  for (int c = 1; c <= most && c <= batch; ++c)
-    if (batch % c == 0) out.push_back(c);
+  int64_t last_size = 0;
+  for (int c = 1; c <= most && c <= batch; ++c) {
+    const int64_t size = (batch + c - 1) / c;
+    if (size == last_size) continue;
+    last_size = size;
+    out.push_back(c);
+  }
   if (out.empty()) out.push_back(1);
   return out;
 }

@@ -33,19 +33,20 @@ NoFit fc1_needs(uint64_t bytes) {
 
 const std::string kLimits = "  cpu:0: {memory_limit: 24MiB}\n  cpu:1: {memory_limit: 40MiB}\n";
 
-const std::map<std::string, double> kSameSpeed{{"cpu:0", 1e10}, {"cpu:1", 1e10}};
+using Rates = std::map<std::string, SplitDeviceRate>;
+const Rates kSameSpeed{{"cpu:0", {1e10, 5e9}}, {"cpu:1", {1e10, 5e9}}};
 
 // The first split's shares (the devices' speed, within what each limit holds).
-std::vector<SplitShare> first_split(const Config& c, const NoFit& f,
-                                    const std::map<std::string, double>& speed = kSameSpeed) {
+std::vector<SplitShare> first_split(const Config& c, const NoFit& f, const Rates& speed = kSameSpeed) {
   const std::vector<ProposedSplit> splits = proposed_splits(c, f, speed);
   return splits.empty() ? std::vector<SplitShare>{} : splits.front().shares;
 }
 
-// The last split's shares (in proportion to the limits).
+// The split in proportion to the limits.
 std::vector<SplitShare> limit_split(const Config& c, const NoFit& f) {
-  const std::vector<ProposedSplit> splits = proposed_splits(c, f, kSameSpeed);
-  return splits.empty() ? std::vector<SplitShare>{} : splits.back().shares;
+  for (const ProposedSplit& s : proposed_splits(c, f, kSameSpeed))
+    if (s.basis == "shares in proportion to the devices' memory_limit") return s.shares;
+  return {};
 }
 
 // Equal speeds, fc1 48 MiB: cpu:0's 24 MiB holds half of it, so by speed
@@ -54,23 +55,42 @@ TEST(AutoSplit, SharesFollowTheSpeedWithinTheLimitsThenTheLimits) {
   const std::vector<ProposedSplit> splits = proposed_splits(cnn(kLimits), fc1_needs(uint64_t{48} << 20), kSameSpeed);
   ASSERT_EQ(splits.size(), 2u);
   EXPECT_EQ(split_key_text(splits[0].shares), "{cpu:0: 0.5, cpu:1: 0.5}");
-  EXPECT_EQ(splits[0].basis, "by the devices' speed, within what each memory_limit holds of it");
+  EXPECT_EQ(splits[0].basis,
+            "shares by the devices' speed and the bytes each part moves, within what each memory_limit holds of it");
   ASSERT_EQ(splits[1].shares.size(), 2u);
   EXPECT_EQ(splits[1].shares[0].device, "cpu:0");
   EXPECT_DOUBLE_EQ(splits[1].shares[0].share, 0.375);
   EXPECT_DOUBLE_EQ(splits[1].shares[1].share, 0.625);
   EXPECT_EQ(split_key_text(splits[1].shares), "{cpu:0: 0.375, cpu:1: 0.625}");
-  EXPECT_EQ(splits[1].basis, "in proportion to the devices' memory_limit");
+  EXPECT_EQ(splits[1].basis, "shares in proportion to the devices' memory_limit");
 }
 
 // cpu:1 three times as fast: by speed it would take 0.75 of fc1 (64 MiB),
 // more than its 40 MiB holds (0.625): capped there, cpu:0 takes the rest.
 TEST(AutoSplit, AFasterDeviceTakesMoreUpToWhatItsLimitHolds) {
   const NoFit f = fc1_needs(uint64_t{64} << 20);
-  EXPECT_EQ(split_key_text(first_split(cnn(kLimits), f, {{"cpu:0", 1e10}, {"cpu:1", 3e10}})),
+  EXPECT_EQ(split_key_text(first_split(cnn(kLimits), f, {{"cpu:0", {1e10, 0}}, {"cpu:1", {3e10, 0}}})),
             "{cpu:0: 0.375, cpu:1: 0.625}");
   const Config roomy = cnn("  cpu:0: {memory_limit: 60MiB}\n  cpu:1: {memory_limit: 60MiB}\n");
-  EXPECT_EQ(split_key_text(first_split(roomy, f, {{"cpu:0", 1e10}, {"cpu:1", 3e10}})), "{cpu:0: 0.25, cpu:1: 0.75}");
+  EXPECT_EQ(split_key_text(first_split(roomy, f, {{"cpu:0", {1e10, 0}}, {"cpu:1", {3e10, 0}}})),
+            "{cpu:0: 0.25, cpu:1: 0.75}");
+}
+
+// cpu:1 three times as fast but behind a slow link: the bytes its part
+// moves (fc1's input in, its share of the output out, and both back as
+// gradients) take its time, so it gets less than the 0.75 its speed alone
+// would give it; behind a link slower still it gets only what cpu:0's
+// limit cannot hold (60 of fc1's 64 MiB: 0.0625).
+TEST(AutoSplit, TheBytesAPartMovesWeighItsShare) {
+  const NoFit f = fc1_needs(uint64_t{64} << 20);
+  const Config roomy = cnn("  cpu:0: {memory_limit: 60MiB}\n  cpu:1: {memory_limit: 60MiB}\n");
+  const std::vector<SplitShare> slow = first_split(roomy, f, {{"cpu:0", {1e10, 0}}, {"cpu:1", {3e10, 1e9}}});
+  ASSERT_EQ(slow.size(), 2u);
+  EXPECT_GT(slow[1].share, 0.25);
+  EXPECT_LT(slow[1].share, 0.7);
+  EXPECT_DOUBLE_EQ(slow[0].share + slow[1].share, 1.0);
+  const std::vector<SplitShare> slower = first_split(roomy, f, {{"cpu:0", {1e10, 0}}, {"cpu:1", {3e10, 1e6}}});
+  EXPECT_EQ(split_key_text(slower), "{cpu:0: 0.9375, cpu:1: 0.0625}");
 }
 
 // fc1 holds 26000 bytes of parameters (6400 weights and 100 biases), so

@@ -291,6 +291,14 @@ TEST(PlacementPlanner, TheReferenceModelUnderTightBudgets) {
   EXPECT_EQ(res.plan.memory.batch, res.plan.choice.micro_batch);
 }
 
+// Every count whose micro-batches differ in size, even or not: a limit
+// that holds 22 samples runs 64 as 3 micro-batches, not 4 of 16.
+TEST(PlacementPlanner, DefaultCountsGiveEveryMicroBatchSizeUpToTheMost) {
+  EXPECT_EQ(default_micro_batch_counts(64, 16), (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 13, 16}));
+  EXPECT_EQ(default_micro_batch_counts(4, 16), (std::vector<int>{1, 2, 4})) << "3 would run 2 samples, as 2 does";
+  EXPECT_EQ(default_micro_batch_counts(1, 16), (std::vector<int>{1}));
+}
+
 TEST(PlacementPlanner, WhenNothingFitsItSaysWhatWould) {
   const Graph g = reference_cnn();
   PlacementRequest r = request_for(g, {cpu_like("cpu:0", 16 * kMiB), cpu_like("cpu:1", 16 * kMiB)}, 64);

@@ -115,18 +115,33 @@ TEST_F(AutoPlacement, BudgetsNoPlacementMeetsExitTwoWithWhatWouldFit) {
 
 // fc1 (36.77 MiB with its gradient and momentum) fits neither 28 MiB
 // device: auto runs it split (equal speeds: half each), says so and keeps
-// to both limits; offload alone would fit too but is predicted slower.
+// to both limits; offload alone would fit too but is predicted slower, and
+// conv1 runs as GEMM (its workspace leaves room for larger micro-batches).
 TEST_F(AutoPlacement, AnOpThatFitsNoDeviceRunsSplitAcrossThem) {
-  const ProcessResult p = coordinator(
-      join({"plan", kSplit, "--set", "devices.cpu:0.memory_limit=28MiB", "--set", "devices.cpu:1.memory_limit=28MiB"},
-           kAllAuto));
+  const std::string map = dir_.path() + "/map.yaml";
+  const ProcessResult p =
+      coordinator(join({"plan", kSplit, "--emit-map", map, "--set", "devices.cpu:0.memory_limit=28MiB", "--set",
+                        "devices.cpu:1.memory_limit=28MiB"},
+                       kAllAuto));
   ASSERT_EQ(p.exit_code, 0) << p.err;
-  EXPECT_NE(p.err.find("devmap: auto: split fc1 as `split: {cpu:0: 0.5, cpu:1: 0.5}` (shares by the devices' speed, "
-                       "within what each memory_limit holds of it): fc1 alone needs 36.77 MiB, more than any "
-                       "device's memory_limit\n"),
+  const std::string text = read_file(map);
+  EXPECT_NE(
+      text.find("{name: conv1, op: conv2d, inputs: [image], filters: 32, kernel: 5, padding: 2, algorithm: gemm}"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("split: {cpu:0: 0.5, cpu:1: 0.5}"), std::string::npos) << text;
+  EXPECT_NE(p.err.find("devmap: auto: conv1 as im2col + GEMM (`algorithm: gemm`): 637.5 KiB of workspace at 8 "
+                       "samples against oneDNN's 7.43 MiB, the same FLOPs\n"
+                       "devmap: auto: split fc1 as `split: {cpu:0: 0.5, cpu:1: 0.5}` (shares by the devices' speed "
+                       "and the bytes each part moves, within what each memory_limit holds of it): fc1 alone needs "
+                       "36.77 MiB, more than any device's memory_limit\n"),
             std::string::npos)
       << p.err;
-  EXPECT_NE(p.out.find("  levers not taken:\n    offload parameters on cpu:0 and cpu:1: "), std::string::npos) << p.out;
+  const size_t not_taken = p.out.find("  levers not taken:\n");
+  ASSERT_NE(not_taken, std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("\n    offload parameters on cpu:0 and cpu:1: ", not_taken), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("\n    fc1 split as `split: {cpu:0: 0.5, cpu:1: 0.5}`: ", not_taken), std::string::npos)
+      << p.out;
   EXPECT_NE(p.out.find("    fc1/part0 on cpu:0: units 0..511 (512), parameters 6.13 MiB"), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("    fc1/part1 on cpu:1: units 512..1023 (512), parameters 6.13 MiB"), std::string::npos)
       << p.out;
@@ -138,9 +153,10 @@ TEST_F(AutoPlacement, AnOpThatFitsNoDeviceRunsSplitAcrossThem) {
 }
 
 // At 16 MiB each neither the split nor offload fits alone: auto offloads
-// both devices' parameters and splits fc1 into parts each stages two at a
-// time, says which levers it used and why, and keeps to both limits; the
-// map it emits pins both levers.
+// both devices' parameters and splits fc1 into parts, all on one device
+// (predicted faster than parts on both here, where the other device's 16
+// MiB go to the convs), staged two at a time; it says which levers it used
+// and why, and keeps to both limits; the map it emits pins both levers.
 TEST_F(AutoPlacement, AtSixteenMiBAutoOffloadsAndSplitsWithinBothLimits) {
   const std::string map = dir_.path() + "/map.yaml";
   const ProcessResult p =
@@ -151,9 +167,8 @@ TEST_F(AutoPlacement, AtSixteenMiBAutoOffloadsAndSplitsWithinBothLimits) {
   EXPECT_NE(p.out.find("  levers, since nothing fits without them:\n"
                        "    offload parameters on cpu:0 and cpu:1: no placement fits with every parameter on its "
                        "device\n"
-                       "    split fc1 into 14 parts (7 of 0.0714286 on cpu:0, 7 of 0.0714286 on cpu:1) (shares by "
-                       "the devices' speed, within what each memory_limit holds of it): fc1 alone needs 36.77 MiB, "
-                       "more than any device's memory_limit\n"
+                       "    split fc1 into 13 parts (13 of 0.0769231 on cpu:1) (all on cpu:1, whose offload stages "
+                       "a part at a time): fc1 alone needs 36.77 MiB, more than any device's memory_limit\n"
                        "  levers not taken:\n"
                        "    fc1 split as `split: {cpu:0: 0.5, cpu:1: 0.5}`: does not fit (cpu:0 needs "),
             std::string::npos)
@@ -164,7 +179,7 @@ TEST_F(AutoPlacement, AtSixteenMiBAutoOffloadsAndSplitsWithinBothLimits) {
   EXPECT_EQ(within, 4u) << p.out;
   EXPECT_EQ(p.out.find("DOES NOT FIT"), std::string::npos) << p.out;
   const std::string text = read_file(map);
-  EXPECT_NE(text.find("split: {cpu:0: [0.0714286, "), std::string::npos) << text;
+  EXPECT_NE(text.find("split: {cpu:1: [0.0769231, "), std::string::npos) << text;
   EXPECT_NE(text.find("cpu:0: {threads: 1, memory_limit: 16MiB, offload: parameters}"), std::string::npos) << text;
   const ProcessResult again = coordinator({"plan", map});
   ASSERT_EQ(again.exit_code, 0) << again.err;
@@ -199,6 +214,27 @@ TEST_F(AutoPlacement, TrainsWithOffloadAndSplitUnderSixteenMiBAsTheMapItEmits) {
   const std::vector<std::string> a = losses(run), b = losses(again);
   ASSERT_EQ(a.size(), 8u);
   EXPECT_EQ(a, b);
+}
+
+// When everything fits, auto splits the op with the most FLOPs only over
+// devices of unequal speed, and only for a predicted gain of 10%: with
+// cpu:1 twice as fast (two threads against one), fc1 runs as two parts
+// by the devices' speed; on equal devices it tries no split.
+TEST_F(AutoPlacement, ASplitForSpeedOnlyOnUnequalDevices) {
+  const std::string config = std::string(DEVMAP_SOURCE_DIR) + "/tests/configs/wide_dense_auto.yaml";
+  const std::string map = dir_.path() + "/map.yaml";
+  const ProcessResult p = coordinator({"plan", config, "--emit-map", map, "--set", "devices.cpu:1.threads=2"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.out.find("  levers, since they are predicted faster:\n    split fc1 as `split: {cpu:0: 0."),
+            std::string::npos)
+      << p.out;
+  EXPECT_NE(p.out.find("(shares by the devices' speed and the bytes each part moves): "), std::string::npos) << p.out;
+  EXPECT_NE(p.err.find("devmap: auto: split fc1 as `split: {cpu:0: 0."), std::string::npos) << p.err;
+  EXPECT_NE(read_file(map).find("split: {cpu:0: 0."), std::string::npos) << read_file(map);
+  const ProcessResult equal = coordinator({"plan", config});
+  ASSERT_EQ(equal.exit_code, 0) << equal.err;
+  EXPECT_EQ(equal.out.find("split fc1"), std::string::npos) << equal.out;
+  EXPECT_EQ(equal.out.find("levers"), std::string::npos) << equal.out;
 }
 
 TEST_F(AutoPlacement, AGpuThatCannotRunHereGetsNoOp) {
