@@ -123,12 +123,12 @@ void Executor::plan_fused_relus() {
   fused_.clear();
   if (fuse_relus_)
     for (const FusedRelu& f : devmap::fused_relus(FusedReluInputs{&graph_, &forward_, &edge_of_, &external_, host_}))
-      if (kernels_[static_cast<size_t>(f.conv)]->fuses_relu()) fused_.push_back(f);
+      if (kernels_[static_cast<size_t>(f.producer)]->fuses_relu()) fused_.push_back(f);
   std::fill(alias_of_.begin(), alias_of_.end(), -1);
   std::fill(relu_into_.begin(), relu_into_.end(), false);
   for (const FusedRelu& f : fused_) {
-    alias_of_[static_cast<size_t>(f.relu)] = f.conv;
-    relu_into_[static_cast<size_t>(f.conv)] = true;
+    alias_of_[static_cast<size_t>(f.relu)] = f.producer;
+    relu_into_[static_cast<size_t>(f.producer)] = true;
   }
 }
 

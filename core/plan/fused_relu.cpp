@@ -1,6 +1,8 @@
 #include "core/plan/fused_relu.h"
 
+#include <algorithm>
 #include <cassert>
+#include <iterator>
 
 namespace devmap {
 
@@ -26,11 +28,14 @@ std::vector<FusedRelu> fused_relus(const FusedReluInputs& in) {
     if (ins.kind != InstrKind::kForward) continue;
     const Node& relu = g.node(ins.node);
     if (relu.op() != "relu" || relu.inputs.size() != 1) continue;
-    const int conv = relu.inputs[0];
-    if (g.node(conv).op() != "conv2d" || !computed[static_cast<size_t>(conv)]) continue;
-    if (readers[static_cast<size_t>(conv)] != 1 || !stays_here(conv) || !stays_here(ins.node)) continue;
-    if (relu.recomputed || g.node(conv).recomputed) continue;  // each computed again on its own
-    out.push_back(FusedRelu{conv, ins.node});
+    const int producer = relu.inputs[0];
+    const Node& p = g.node(producer);
+    if (std::find(std::begin(kReluFusingOps), std::end(kReluFusingOps), p.op()) == std::end(kReluFusingOps)) continue;
+    assert(!p.schema->backward_needs_output);  // the buffer holds max(y, 0), not y
+    if (!computed[static_cast<size_t>(producer)] || readers[static_cast<size_t>(producer)] != 1) continue;
+    if (!stays_here(producer) || !stays_here(ins.node)) continue;
+    if (relu.recomputed || p.recomputed) continue;  // each computed again on its own
+    out.push_back(FusedRelu{producer, ins.node});
   }
   return out;
 }

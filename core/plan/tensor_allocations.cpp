@@ -50,7 +50,7 @@ TensorArena tensor_arena(const TensorAllocationInputs& in, int64_t batch) {
   if (in.fused_relus != nullptr)
     for (const FusedRelu& f : *in.fused_relus) {
       fused[static_cast<size_t>(f.relu)] = true;
-      root[static_cast<size_t>(f.relu)] = f.conv;
+      root[static_cast<size_t>(f.relu)] = f.producer;
     }
 
   std::vector<bool> recomputed(nt, false);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/relu.h"
 
 namespace devmap::cpu {
 
@@ -12,6 +13,7 @@ void AddKernel::forward(const ForwardArgs& args) {
   float* y = args.output.data;
   parallel_for_elements(args.ctx.pool, args.output.numel(), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) y[i] = a[i] + b[i];
+    if (args.relu_output) relu_in_place(y + begin, end - begin);
   });
 }
 

@@ -9,8 +9,10 @@ namespace devmap::cpu {
 // wanted); the inputs are not kept.
 class AddKernel final : public OpKernel {
  public:
+  // ForwardArgs::relu_output applied to each range as it is written.
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
+  bool fuses_relu() const override { return true; }
 };
 
 }  // namespace devmap::cpu

@@ -9,6 +9,7 @@
 #include "kernels/cpu/cpu_dispatch.h"
 #include "kernels/cpu/gradient_add.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/relu.h"
 
 namespace devmap::cpu {
 namespace {
@@ -170,6 +171,8 @@ void BatchNormKernel::forward(const ForwardArgs& args) {
       const double scale = w[ch] / std::sqrt(var + eps);
       const float m = static_cast<float>(mean);
       affine_channel(l, x, y, ch, m, static_cast<float>(scale), static_cast<float>(b[ch] - (mean - m) * scale));
+      if (args.relu_output)
+        for (int64_t s = 0; s < l.n; ++s) relu_in_place(l.at(y, s, ch), l.hw);
     }
   });
   if (training) args.params[4].data[0] += 1.0f;

@@ -24,8 +24,10 @@ namespace devmap::cpu {
 class BatchNormKernel final : public OpKernel {
  public:
   std::string implementation(const Node& node) const override;
+  // ForwardArgs::relu_output applied to each channel's planes as they are written.
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
+  bool fuses_relu() const override { return true; }
 };
 
 }  // namespace devmap::cpu

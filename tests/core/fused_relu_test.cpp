@@ -1,7 +1,7 @@
-// Which relus a device fuses into the conv2d before them: only where the
-// conv2d's output feeds that relu alone, both computed on a device the CPU
-// addresses, and neither tensor crossing devices or living in the
-// coordinator's segments.
+// Which relus a device fuses into the conv2d, batch_norm or add before
+// them: only where that output feeds the relu alone, both computed on a
+// device the CPU addresses, and neither tensor crossing devices or living
+// in the coordinator's segments.
 #include "core/plan/fused_relu.h"
 
 #include <gtest/gtest.h>
@@ -42,13 +42,29 @@ TEST(FusedRelu, TheReferenceModelsConvolutionsTakeTheirRelus) {
   Device d(reference_cnn());
   const std::vector<FusedRelu> f = d.fused();
   ASSERT_EQ(f.size(), 2u);
-  EXPECT_EQ(f[0].conv, d.g.find("conv1"));
+  EXPECT_EQ(f[0].producer, d.g.find("conv1"));
   EXPECT_EQ(f[0].relu, d.g.find("relu1"));
-  EXPECT_EQ(f[1].conv, d.g.find("conv2"));
+  EXPECT_EQ(f[1].producer, d.g.find("conv2"));
   EXPECT_EQ(f[1].relu, d.g.find("relu2"));
   // relu3 follows a dense layer: not fused. A device the CPU cannot address
   // fuses nothing.
   EXPECT_TRUE(d.fused(/*host=*/false).empty());
+}
+
+// In residual blocks each relu follows a batch_norm or an add: all fused,
+// except where the relu's input has another reader (relu1 of a block feeds
+// conv2 and the add: not a producer's sole reader, so nothing to fuse there
+// is affected; relu2's add is read by relu2 alone).
+TEST(FusedRelu, ResidualBlocksFuseEachReluIntoItsBatchNormOrAdd) {
+  Device d(residual_blocks());
+  const std::vector<FusedRelu> f = d.fused();
+  ASSERT_EQ(f.size(), 4u);
+  const std::pair<const char*, const char*> expected[] = {
+      {"bn1", "relu1"}, {"add", "relu2"}, {"bn3", "relu3"}, {"add2", "relu4"}};
+  for (size_t k = 0; k < f.size(); ++k) {
+    EXPECT_EQ(f[k].producer, d.g.find(expected[k].first)) << k;
+    EXPECT_EQ(f[k].relu, d.g.find(expected[k].second)) << k;
+  }
 }
 
 TEST(FusedRelu, NotWhereAnythingElseReadsTheConvolutionOrATensorLeaves) {
@@ -59,7 +75,7 @@ TEST(FusedRelu, NotWhereAnythingElseReadsTheConvolutionOrATensorLeaves) {
     Device d(std::move(g), {"logits", "also"});
     const std::vector<FusedRelu> f = d.fused();
     ASSERT_EQ(f.size(), 1u);
-    EXPECT_EQ(f[0].conv, d.g.find("conv2"));
+    EXPECT_EQ(f[0].producer, d.g.find("conv2"));
   }
   for (const char* leaves : {"conv1", "relu1"}) {
     Device d(reference_cnn());
@@ -68,7 +84,7 @@ TEST(FusedRelu, NotWhereAnythingElseReadsTheConvolutionOrATensorLeaves) {
     Device e(reference_cnn());
     e.external[static_cast<size_t>(e.g.find(leaves))] = true;  // the coordinator reads it
     ASSERT_EQ(e.fused().size(), 1u) << leaves;
-    EXPECT_EQ(e.fused()[0].conv, e.g.find("conv2")) << leaves;
+    EXPECT_EQ(e.fused()[0].producer, e.g.find("conv2")) << leaves;
   }
 }
 

@@ -221,7 +221,7 @@ TEST(FusedRelu, TheCpuFusesTheConvolutionsRelusWithTheSameBits) {
     ex->bind_output(g.find("label"), in.labels.data());
   }
   ASSERT_EQ(fused.fused_relus().size(), 2u);
-  EXPECT_EQ(fused.fused_relus()[0].conv, g.find("conv1"));
+  EXPECT_EQ(fused.fused_relus()[0].producer, g.find("conv1"));
   EXPECT_EQ(fused.fused_relus()[0].relu, g.find("relu1"));
   EXPECT_EQ(fused.fused_relus()[1].relu, g.find("relu2"));
   EXPECT_TRUE(plain.fused_relus().empty());
