@@ -201,27 +201,21 @@ std::optional<AutoPlan> place_automatically(Config& config, const RunOptions& op
   if (!has_auto_placement(config)) return std::nullopt;
   Attempt first = attempt_placement(config, options, batch);
   AutoPlan out;
-  if (first.result.fits) {
-    out.plan = std::move(first.result.plan);
-    if (std::optional<LeverChoice> faster = choose_split_for_speed(config, out.plan, first.rates, [&](Config& variant) {
-          return attempt_placement(variant, options, batch).result;
-        })) {
-      for (const std::string& used : faster->used) std::cerr << "devmap: auto: " << used << "\n";
-      config = std::move(faster->config);
-      out.plan = std::move(faster->plan);
-      out.levers = std::move(faster->used);
-      out.not_taken = std::move(faster->not_taken);
-    }
-  } else {
-    out.levers_needed = true;
-    LeverChoice levers = choose_levers(config, first.result.no_fit, first.rates, [&](Config& variant) {
-      return attempt_placement(variant, options, batch).result;
-    });
+  const PlaceVariant place = [&](Config& variant) { return attempt_placement(variant, options, batch).result; };
+  auto take = [&](LeverChoice&& levers) {
     for (const std::string& used : levers.used) std::cerr << "devmap: auto: " << used << "\n";
     config = std::move(levers.config);
     out.plan = std::move(levers.plan);
     out.levers = std::move(levers.used);
     out.not_taken = std::move(levers.not_taken);
+  };
+  if (first.result.fits) {
+    out.plan = std::move(first.result.plan);
+    if (std::optional<LeverChoice> faster = choose_split_for_speed(config, out.plan, first.rates, place))
+      take(std::move(*faster));
+  } else {
+    out.levers_needed = true;
+    take(choose_levers(config, first.result.no_fit, first.rates, place));
   }
   write_placement(config, out.plan);
   return out;

@@ -33,8 +33,10 @@ struct AutoPlan {
 
 // Plans the placement of the auto ops and writes it into `config`: every
 // op's device (placement_reason "auto"), train.micro_batches and
-// train.pipeline, and when nothing fits as written, the levers chosen (an
-// op split into parts, devices' offload). `batch`: the job's samples per
+// train.pipeline, and the levers chosen (auto_levers.h): when nothing fits
+// as written, an op split into parts, devices' offload, convs as GEMM;
+// when it fits, a split for speed on devices of unequal speed, if it
+// gains enough. `batch`: the job's samples per
 // step (0: the config's). Returns nullopt when no op is auto. Throws
 // devmap::Error (kInvalidInput, exit 2) when no placement fits with any
 // lever, with the planner's account of what would.

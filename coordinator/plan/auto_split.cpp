@@ -144,10 +144,9 @@ std::vector<SplitShare> shares_of(const Config& config, const Node& node, const 
   return checked_parts(config, node, shares);
 }
 
-}  // namespace
+constexpr const char* kBalancedBasis = "shares by the devices' speed and the bytes each part moves";
 
-const char* const kSharesByTime =
-    "shares by the devices' speed and the bytes each part moves, within what each memory_limit holds of it";
+}  // namespace
 
 std::optional<ProposedSplit> split_for_speed(const Config& config,
                                              const std::map<std::string, SplitDeviceRate>& rates) {
@@ -175,7 +174,7 @@ std::optional<ProposedSplit> split_for_speed(const Config& config,
       balanced_shares(times.fixed, times.per_share, std::vector<double>(devices.size(), 1.0));
   std::vector<SplitShare> shares = shares_of(config, *heaviest, devices, fractions);
   if (shares.size() < 2) return std::nullopt;
-  return ProposedSplit{std::move(shares), "shares by the devices' speed and the bytes each part moves", heaviest->name};
+  return ProposedSplit{std::move(shares), kBalancedBasis, heaviest->name};
 }
 
 std::vector<ProposedSplit> proposed_splits(const Config& config, const NoFit& no_fit,
@@ -193,13 +192,12 @@ std::vector<ProposedSplit> proposed_splits(const Config& config, const NoFit& no
     limit.push_back(static_cast<double>(d->memory_limit));
     cap.push_back(d->offload ? 1.0 : std::min(1.0, limit.back() / static_cast<double>(no_fit.largest_op_bytes)));
   }
-  const std::vector<double>& fixed = times.fixed;
-  const std::vector<double>& per_share = times.per_share;
   auto as_shares = [&](const std::vector<double>& fractions) { return shares_of(config, node, devices, fractions); };
   std::vector<ProposedSplit> out;
-  if (const std::vector<double> by_time = balanced_shares(fixed, per_share, cap); !by_time.empty())
+  if (const std::vector<double> by_time = balanced_shares(times.fixed, times.per_share, cap); !by_time.empty())
     if (std::vector<SplitShare> s = as_shares(by_time); !s.empty())
-      out.push_back({std::move(s), kSharesByTime, node.name});
+      out.push_back(
+          {std::move(s), std::string(kBalancedBasis) + ", within what each memory_limit holds of it", node.name});
   std::vector<double> per_limit;  // in proportion to the limits: balanced, with no fixed time
   for (double l : limit) per_limit.push_back(1 / l);
   if (std::vector<SplitShare> s = as_shares(
