@@ -124,9 +124,11 @@ PartTimes part_times(const Config& config, const Node& node, const std::vector<c
 }
 
 // The devices that run `node`, if auto may split it over them (the planner
-// places it, it is no part, it can split); else empty.
+// places it, it is no part, it can split, and no data-parallel replicas:
+// splits and replicas are not tested together); else empty.
 std::vector<const DeviceSpec*> split_devices(const Config& config, const Node& node) {
   if (node.device != kAutoDevice || !node.part_of.empty() || !split_refusal(node).empty()) return {};
+  if (config.data_parallel.replicas > 1) return {};
   std::vector<const DeviceSpec*> devices;
   for (const DeviceSpec& d : config.devices)
     if (node.schema->runs_on(d.kind)) devices.push_back(&d);

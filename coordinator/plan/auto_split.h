@@ -50,7 +50,8 @@ struct SplitDeviceRate {
 //  - with `offload: parameters`, all on one such device, a part at a time.
 // A device with `offload: parameters` gets its share as several parts
 // (offload_parts). Empty when the op is placed by the user (not `auto`),
-// is a part already, cannot split (split_refusal), fits some device's
+// is a part already, cannot split (split_refusal), the config has
+// data-parallel replicas (not tested together), fits some device's
 // limit by itself, a device has no limit, fewer than two devices run it,
 // or a share rounds to no output.
 std::vector<ProposedSplit> proposed_splits(const Config& config, const NoFit& no_fit,

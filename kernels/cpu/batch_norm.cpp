@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/base/error.h"
 #include "kernels/cpu/cpu_dispatch.h"
@@ -122,6 +123,28 @@ DEVMAP_CPU_PATH_DISPATCH(void, affine_channel,
                          (Layout l, const float* x, float* y, int64_t ch, float m, float a, float b),
                          (l, x, y, ch, m, a, b))
 
+// y = (x - m[ch]) a[ch] + b[ch] over one sample's channels [c0, c1), each
+// a plane of hw values, in float: the same arithmetic per value as
+// affine_channel, a sample at a time so that a pass with no statistics to
+// gather first (evaluation) streams through memory.
+DEVMAP_INLINE void affine_sample_body(const float* x, float* y, int64_t c0, int64_t c1, int64_t hw, const float* m,
+                                      const float* a, const float* b) {
+  if (hw == 1) {
+    for (int64_t ch = c0; ch < c1; ++ch) y[ch] = (x[ch] - m[ch]) * a[ch] + b[ch];
+    return;
+  }
+  for (int64_t ch = c0; ch < c1; ++ch) {
+    const float* xp = x + ch * hw;
+    float* yp = y + ch * hw;
+    const float mc = m[ch], ac = a[ch], bc = b[ch];
+    for (int64_t j = 0; j < hw; ++j) yp[j] = (xp[j] - mc) * ac + bc;
+  }
+}
+DEVMAP_CPU_PATH_DISPATCH(void, affine_sample,
+                         (const float* x, float* y, int64_t c0, int64_t c1, int64_t hw, const float* m, const float* a,
+                          const float* b),
+                         (x, y, c0, c1, hw, m, a, b))
+
 // dx = (dy a + (x - m) b) + c over one channel of every sample, in float.
 DEVMAP_INLINE void input_grad_channel_body(Layout l, const float* x, const float* dy, float* dx, int64_t ch, float m,
                                            float a, float b, float c) {
@@ -136,6 +159,48 @@ DEVMAP_CPU_PATH_DISPATCH(void, input_grad_channel,
                          (Layout l, const float* x, const float* dy, float* dx, int64_t ch, float m, float a, float b,
                           float c),
                          (l, x, dy, dx, ch, m, a, b, c))
+
+// y = (x - shift) scale + offset, from a channel's mean and variance: shift
+// is the mean rounded to float, offset carries the rounding.
+struct AffineConstants {
+  float shift, scale, offset;
+};
+
+AffineConstants affine_constants(double mean, double var, float weight, float bias, double eps) {
+  const double scale = weight / std::sqrt(var + eps);
+  const float shift = static_cast<float>(mean);
+  return {shift, static_cast<float>(scale), static_cast<float>(bias - (mean - shift) * scale)};
+}
+
+// Evaluation: the running statistics' constants per channel, then the
+// affine pass (and the fused relu) a sample at a time, streaming through
+// memory (with one sample, a channel range each).
+void evaluate(Layout l, const ForwardArgs& args, double eps) {
+  const float* x = args.inputs[0].data;
+  float* y = args.output.data;
+  const auto channels = static_cast<size_t>(l.c);
+  std::vector<float> shift(channels), scale(channels), offset(channels);
+  for (int64_t ch = 0; ch < l.c; ++ch) {
+    const AffineConstants k = affine_constants(args.params[2].data[ch], args.params[3].data[ch],
+                                               args.params[0].data[ch], args.params[1].data[ch], eps);
+    const auto i = static_cast<size_t>(ch);
+    shift[i] = k.shift;
+    scale[i] = k.scale;
+    offset[i] = k.offset;
+  }
+  const int64_t sample = l.c * l.hw;
+  auto pass = [&](int64_t s, int64_t c0, int64_t c1) {
+    affine_sample(x + s * sample, y + s * sample, c0, c1, l.hw, shift.data(), scale.data(), offset.data());
+    if (args.relu_output) relu_in_place(y + s * sample + c0 * l.hw, (c1 - c0) * l.hw);
+  };
+  if (l.n == 1) {
+    parallel_for(args.ctx.pool, l.c, [&](int64_t c0, int64_t c1) { pass(0, c0, c1); });
+    return;
+  }
+  parallel_for(args.ctx.pool, l.n, [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s) pass(s, 0, l.c);
+  });
+}
 
 }  // namespace
 
@@ -157,25 +222,25 @@ void BatchNormKernel::forward(const ForwardArgs& args) {
   float* running_mean = args.params[2].data;
   float* running_var = args.params[3].data;
   float* y = args.output.data;
+  if (!training) {
+    evaluate(l, args, eps);
+    return;
+  }
+  // Training: per channel the batch's statistics, the state's update and
+  // the affine pass, while the channel's planes are in cache.
   parallel_for(args.ctx.pool, l.c, [&](int64_t begin, int64_t end) {
     for (int64_t ch = begin; ch < end; ++ch) {
-      double mean = running_mean[ch], var = running_var[ch];
-      if (training) {
-        const ChannelSums m = channel_sums(l, x, nullptr, ch);
-        mean = m.mean;
-        var = m.var;
-        const double unbiased = var * static_cast<double>(l.values()) / static_cast<double>(l.values() - 1);
-        running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * mean);
-        running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
-      }
-      const double scale = w[ch] / std::sqrt(var + eps);
-      const float m = static_cast<float>(mean);
-      affine_channel(l, x, y, ch, m, static_cast<float>(scale), static_cast<float>(b[ch] - (mean - m) * scale));
+      const ChannelSums m = channel_sums(l, x, nullptr, ch);
+      const double unbiased = m.var * static_cast<double>(l.values()) / static_cast<double>(l.values() - 1);
+      running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * m.mean);
+      running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
+      const AffineConstants k = affine_constants(m.mean, m.var, w[ch], b[ch], eps);
+      affine_channel(l, x, y, ch, k.shift, k.scale, k.offset);
       if (args.relu_output)
         for (int64_t s = 0; s < l.n; ++s) relu_in_place(l.at(y, s, ch), l.hw);
     }
   });
-  if (training) args.params[4].data[0] += 1.0f;
+  args.params[4].data[0] += 1.0f;  // num_batches_tracked
 }
 
 void BatchNormKernel::backward(const BackwardArgs& args) {

@@ -115,11 +115,14 @@ TEST(AutoSplit, KeyTextListsSeveralPartsOnOneDevice) {
   EXPECT_EQ(split_key_text({{"cpu:1", 0.5}, {"cpu:0", 0.25}, {"cpu:0", 0.25}}), "{cpu:1: 0.5, cpu:0: [0.25, 0.25]}");
 }
 
-TEST(AutoSplit, NoSplitWhereTheOpFitsADeviceIsPinnedOrADeviceHasNoLimit) {
+TEST(AutoSplit, NoSplitWhereTheOpFitsADeviceIsPinnedADeviceHasNoLimitOrReplicasRun) {
   EXPECT_TRUE(first_split(cnn(kLimits), fc1_needs(uint64_t{30} << 20)).empty()) << "fits cpu:1";
   EXPECT_TRUE(first_split(cnn(kLimits, "cpu:0"), fc1_needs(uint64_t{48} << 20)).empty()) << "pinned";
   EXPECT_TRUE(first_split(cnn("  cpu:0: {memory_limit: 24MiB}\n  cpu:1: {}\n"), fc1_needs(uint64_t{48} << 20)).empty())
       << "cpu:1 has no limit";
+  Config replicated = cnn(kLimits);
+  replicated.data_parallel.replicas = 2;
+  EXPECT_TRUE(first_split(replicated, fc1_needs(uint64_t{48} << 20)).empty()) << "splits and replicas: not together";
   NoFit flat = fc1_needs(uint64_t{48} << 20);
   flat.largest_op = "flat";
   EXPECT_TRUE(first_split(cnn(kLimits), flat).empty()) << "flatten cannot split";
