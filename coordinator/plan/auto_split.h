@@ -1,8 +1,10 @@
-// `auto` placement's split lever (core/graph/split_op.h): when no placement
-// fits and the op needing the most memory fits no device by itself, the
-// planner tries that op split across the devices (auto_levers.h), each
-// part's share by its device's speed within its memory_limit, or in
-// proportion to the limits.
+// `auto` placement's split lever (core/graph/split_op.h, auto_levers.h):
+// when no placement fits and the op needing the most memory fits no device
+// by itself, that op split across the devices (shares balancing each
+// device's compute and the bytes its part moves, within its memory_limit;
+// or in proportion to the limits; or all on one offloaded device); when
+// the config fits, the op with the most FLOPs split over devices of
+// unequal speed, for speed.
 #pragma once
 
 #include <map>
