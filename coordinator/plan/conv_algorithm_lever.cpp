@@ -5,12 +5,6 @@
 
 namespace devmap {
 
-namespace {
-
-constexpr int64_t kLanesCompared = 8;  // the most lanes the CPU kernel runs (conv2d.cpp's workspace_bytes)
-
-}  // namespace
-
 std::vector<LeanerConv> convs_leaner_as_gemm(const Config& config) {
   std::vector<LeanerConv> out;
   for (const Node& n : config.graph.nodes()) {
@@ -18,8 +12,8 @@ std::vector<LeanerConv> convs_leaner_as_gemm(const Config& config) {
     if (n.attrs.has("algorithm") && n.attrs.get_string("algorithm") != "auto") continue;
     const ConvGeometry g = ConvGeometry::of(n.attrs, n.input_shapes[0], n.out_shape);
     if (conv_algorithm_of(n.attrs, g) != ConvAlgorithm::kOneDnn) continue;
-    const LeanerConv c{n.name, conv_cpu_workspace_bytes(g, ConvAlgorithm::kGemm, kLanesCompared),
-                       conv_cpu_workspace_bytes(g, ConvAlgorithm::kOneDnn, kLanesCompared)};
+    const LeanerConv c{n.name, conv_cpu_workspace_bytes(g, ConvAlgorithm::kGemm, kConvCpuMaxLanes),
+                       conv_cpu_workspace_bytes(g, ConvAlgorithm::kOneDnn, kConvCpuMaxLanes)};
     if (c.gemm_bytes < c.onednn_bytes) out.push_back(c);
   }
   return out;
@@ -30,7 +24,7 @@ std::string gemm_lever_text(const std::vector<LeanerConv>& convs) {
   for (size_t k = 0; k < convs.size(); ++k) {
     names += (k ? ", " : "") + convs[k].op;
     sizes += (k ? ", " : "") + format_bytes(convs[k].gemm_bytes) + " of workspace at " +
-             std::to_string(kLanesCompared) + " samples against oneDNN's " + format_bytes(convs[k].onednn_bytes);
+             std::to_string(kConvCpuMaxLanes) + " samples against oneDNN's " + format_bytes(convs[k].onednn_bytes);
   }
   return names + " as im2col + GEMM (`algorithm: gemm`): " + sizes + ", the same FLOPs";
 }

@@ -46,7 +46,7 @@ namespace devmap::cpu {
 // largest micro-batch fits every smaller one.
 class Conv2dKernel final : public OpKernel {
  public:
-  static constexpr int64_t kDefaultMaxLanes = 8;
+  static constexpr int64_t kDefaultMaxLanes = kConvCpuMaxLanes;
 
   explicit Conv2dKernel(int64_t max_lanes = kDefaultMaxLanes, ConvAlgorithm algorithm = ConvAlgorithm::kAuto)
       : max_lanes_(max_lanes < 1 ? 1 : max_lanes), algorithm_(algorithm) {}

@@ -69,7 +69,7 @@ OpSchema conv2d_schema() {
                          64.0 * static_cast<double>(g.channels + g.filters) *
                              static_cast<double>(std::max(g.positions(), g.in_plane()) + g.filters);
     if (rough * 16 > 0x1p58) return uint64_t{1} << 62;
-    return conv_cpu_workspace_bytes(g, conv_algorithm_of(a, g), std::clamp<int64_t>(batch, 1, 8));
+    return conv_cpu_workspace_bytes(g, conv_algorithm_of(a, g), std::clamp<int64_t>(batch, 1, kConvCpuMaxLanes));
   };
   s.split_attr = "filters";  // groups 1 only (core/graph/split_op.h)
   return s;

@@ -57,6 +57,10 @@ ConvAlgorithm resolve_conv_algorithm(ConvAlgorithm requested, const ConvGeometry
 // resolve_conv_algorithm of the node's `algorithm` attribute.
 ConvAlgorithm conv_algorithm_of(const Attrs& attrs, const ConvGeometry& g);
 
+// The most lanes of consecutive samples the CPU kernel runs at once: the
+// workspace the memory plan counts is for this many at most.
+inline constexpr int64_t kConvCpuMaxLanes = 8;
+
 // Sizes are in floats. The workspace is `shared` floats, then `lanes`
 // blocks of `lane` floats, one per lane of consecutive samples (see
 // kernels/cpu/conv2d.h for the lanes).
