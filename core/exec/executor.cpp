@@ -621,6 +621,10 @@ void Executor::run_kernel_forward(const Instr& ins, int64_t batch, KernelContext
     if (reduced) fold(!continues_step);
     return;
   }
+  if (kernel.forward_handles_gradient_chunks(node) && !reduced) {
+    kernel.forward(ForwardArgs{node, inputs, params, out, ctx, relu, gradient_chunk_});
+    return;
+  }
   std::vector<TensorView> chunk_inputs(inputs);
   const int64_t offset = ctx.sample_offset;
   for_each_gradient_chunk(batch, gradient_chunk_, continues_step, [&](int64_t first, int64_t count, bool add) {

@@ -8,6 +8,8 @@
 // wherever: it computes them faster than OpenBLAS on every shape measured,
 // while OpenBLAS is the faster for the forward's x W^T and the Winograd
 // convolution's GEMMs (bench/README.md has the figures).
+// The dense forward with few rows runs devmap's own GEMM on the AVX-512
+// path (kernels/cpu/dense_gemm.h) unless a library is forced.
 // DEVMAP_GEMM=openblas or onednn forces one library for every GEMM. In std only, so that the
 // coordinator can check the variable before it starts any worker.
 #pragma once

@@ -39,6 +39,11 @@ struct ForwardArgs {
   // a relu kernel would give). Asked only of kernels whose fuses_relu() is
   // true (core/plan/fused_relu.h says when).
   bool relu_output = false;
+  // Positive: the batch is several gradient chunks of this many samples
+  // (the last may hold fewer), given at once to a kernel whose
+  // forward_handles_gradient_chunks() is true, which gives each chunk the
+  // bits of one call on it alone. 0: the call is one chunk.
+  int64_t gradient_chunk = 0;
 };
 
 struct BackwardArgs {
@@ -91,6 +96,11 @@ class OpKernel {
   virtual std::string backward_implementation(const Node& node) const { return implementation(node); }
   // Whether forward() honours ForwardArgs::relu_output.
   virtual bool fuses_relu() const { return false; }
+  // Whether forward() takes a training batch of several gradient chunks at
+  // once (ForwardArgs::gradient_chunk) and gives each chunk the bits of one
+  // call on it: the executor then calls it once per batch, so the kernel
+  // may read its weights once instead of once a chunk.
+  virtual bool forward_handles_gradient_chunks(const Node& /*node*/) const { return false; }
 };
 
 // Optimizer hyper-parameters, shared by every device kind.

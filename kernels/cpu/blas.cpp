@@ -72,6 +72,11 @@ GemmLibrary gemm_library(GemmUse use) {
   return f >= 0 ? static_cast<GemmLibrary>(f) : process_gemm_library(use);
 }
 
+bool gemm_library_forced() {
+  static const bool by_environment = gemm_library_from_environment().has_value();
+  return by_environment || forced.load(std::memory_order_relaxed) >= 0;
+}
+
 std::string gemm_kernel_name(GemmUse use) {
   return library_kernel_name(gemm_library(use));
 }

@@ -28,6 +28,10 @@ std::string blas_short_description();
 // instruction set is).
 GemmLibrary gemm_library(GemmUse use = GemmUse::kGeneral);
 
+// Whether a library is forced for every GEMM: DEVMAP_GEMM names one, or a
+// ScopedGemmLibrary lives.
+bool gemm_library_forced();
+
 // The library and what it runs, as --profile names kernels:
 // "openblas:Cooperlake", "onednn:avx512_core".
 std::string gemm_kernel_name(GemmUse use = GemmUse::kGeneral);

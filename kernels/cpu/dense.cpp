@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/cpu_dispatch.h"
+#include "kernels/cpu/dense_gemm.h"
 #include "kernels/cpu/parallel.h"
 
 namespace devmap::cpu {
@@ -41,14 +43,34 @@ void for_blocks(ThreadPool* pool, const Blocks& b, const Fn& fn) {
   });
 }
 
+// The forward runs in dense_gemm_forward while a library GEMM would have at
+// most this many rows (a gradient chunk's, or the whole batch's): with few
+// rows the library's packing of the weight costs as much as its arithmetic,
+// with many the library is faster (the CNN's fc1 on the Zen 4, one thread,
+// GFLOP/s own / OpenBLAS: 32 rows 102 / 75, 64 rows 90 / 71, 1000 rows 91 /
+// 99).
+constexpr int64_t kOwnForwardMaxRows = 64;
+
+// Whether the forward's own GEMM runs here at all: on its path, and unless
+// DEVMAP_GEMM (or a test) forces a library for every GEMM.
+bool own_forward_runs() {
+  return dense_gemm_runs() && !gemm_library_forced();
+}
+
 }  // namespace
 
 std::string DenseKernel::implementation(const Node& /*node*/) const {
-  return gemm_kernel_name();
+  if (!own_forward_runs()) return gemm_kernel_name();
+  // Within the profile's 48 characters: "dense/avx512, >64 rows openblas:Cooperlake".
+  return path_kernel_name("dense") + ", >" + std::to_string(kOwnForwardMaxRows) + " rows " + gemm_kernel_name();
 }
 
 std::string DenseKernel::backward_implementation(const Node& /*node*/) const {
   return gemm_kernel_name(GemmUse::kDenseGradient);
+}
+
+bool DenseKernel::forward_handles_gradient_chunks(const Node& /*node*/) const {
+  return true;
 }
 
 void DenseKernel::forward(const ForwardArgs& args) {
@@ -57,12 +79,34 @@ void DenseKernel::forward(const ForwardArgs& args) {
   const float* x = args.inputs[0].data;
   const float* w = args.params[0].data;
   float* y = args.output.data;
-  const Blocks blocks = blocks_of(units, 2.0 * static_cast<double>(batch * in * units));
-  for_blocks(args.ctx.pool, blocks, [&](int64_t u0, int64_t u1) {
-    if (bias != nullptr)
-      for (int64_t n = 0; n < batch; ++n)
-        std::memcpy(y + n * units + u0, bias + u0, static_cast<size_t>(u1 - u0) * sizeof(float));
-    sgemm(false, true, batch, u1 - u0, in, x, in, w + u0 * in, in, bias ? 1.0f : 0.0f, y + u0, units);
+  const int64_t chunk_rows = args.gradient_chunk > 0 ? std::min(batch, args.gradient_chunk) : batch;
+  const Blocks blocks = blocks_of(units, 2.0 * static_cast<double>(chunk_rows * in * units));
+  // Rows [first, first + rows) in one call of the kernel's own GEMM, whose
+  // rows' bits do not depend on the rows beside them, or a library's.
+  const auto own = [&](int64_t rows) { return own_forward_runs() && rows <= kOwnForwardMaxRows; };
+  const auto rows_in_own = [&](int64_t first, int64_t rows) {
+    const DenseOperands o{rows, in, units, x + first * in, w};
+    for_blocks(args.ctx.pool, blocks, [&](int64_t u0, int64_t u1) {
+      dense_gemm_forward(o, bias, y + first * units, {u0, u1});
+    });
+  };
+  if (own(chunk_rows)) {  // every chunk at once
+    rows_in_own(0, batch);
+    return;
+  }
+  for_each_gradient_chunk(batch, args.gradient_chunk, false, [&](int64_t first, int64_t rows, bool /*add*/) {
+    if (own(rows)) {  // a last chunk short enough
+      rows_in_own(first, rows);
+      return;
+    }
+    const float* xc = x + first * in;
+    float* yc = y + first * units;
+    for_blocks(args.ctx.pool, blocks, [&](int64_t u0, int64_t u1) {
+      if (bias != nullptr)
+        for (int64_t n = 0; n < rows; ++n)
+          std::memcpy(yc + n * units + u0, bias + u0, static_cast<size_t>(u1 - u0) * sizeof(float));
+      sgemm(false, true, rows, u1 - u0, in, xc, in, w + u0 * in, in, bias ? 1.0f : 0.0f, yc + u0, units);
+    });
   });
 }
 

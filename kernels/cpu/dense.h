@@ -1,6 +1,7 @@
-// dense (fully connected) on the CPU: sgemm (kernels/cpu/blas.h: the
-// forward as kGeneral, the gradients as kDenseGradient), split into column
-// blocks that run on the pool.
+// dense (fully connected) on the CPU: the forward in dense_gemm_forward
+// (kernels/cpu/dense_gemm.h) on the AVX-512 path with few rows a chunk, else
+// sgemm (kernels/cpu/blas.h: the forward as kGeneral, the gradients as
+// kDenseGradient); split into column blocks that run on the pool.
 #pragma once
 
 #include <string>
@@ -16,13 +17,16 @@ namespace devmap::cpu {
 //           in order (overwritten, or added to when accumulate).
 // Each GEMM is split into blocks of output columns (units for y and dW, input
 // features for dx) fixed by the shape alone; one pool thread computes a
-// block, so the bits do not depend on the pool size.
+// block, so the bits do not depend on the pool size. The forward takes a
+// training batch's gradient chunks at once: dense_gemm_forward's rows do not
+// depend on the rows beside them, and sgemm runs once per chunk.
 class DenseKernel final : public OpKernel {
  public:
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
   std::string implementation(const Node& node) const override;
   std::string backward_implementation(const Node& node) const override;
+  bool forward_handles_gradient_chunks(const Node& node) const override;
 };
 
 }  // namespace devmap::cpu

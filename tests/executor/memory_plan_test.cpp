@@ -295,9 +295,13 @@ double distance(const std::vector<float>& a, const std::vector<float>& b) {
 // gradient in another order than the whole batch of 64 does, and a GEMM's
 // rows may round differently at 16 rows than at 64 (OpenBLAS's and oneDNN's
 // AVX2 kernels do). The micro-batched step then differs from the whole one
-// by float32 rounding alone: per parameter, no more than 4x what another
-// order of the whole batch's own sums (chunks of 32, no micro-batches)
-// changes. (Chunks of 16 would call every kernel as the micro-batches do.)
+// by float32 rounding alone: per parameter, no more than 4x what other
+// orders of the whole batch's own sums (chunks of 32 and of 8, no
+// micro-batches) change, the larger of the two: one order alone may happen
+// to leave a parameter's gradient almost as it was (conv1's, chunks of 32,
+// on the AVX-512 path, where the dense forward's rows do not depend on
+// their call). (Chunks of 16 would call every kernel as the micro-batches
+// do.)
 TEST(MicroBatches, AccumulatedStepDiffersFromTheFullStepByRoundingAlone) {
   Graph g = reference_cnn();
   for (int i = 0; i < g.size(); ++i) g.node(i).device = "cpu:0";
@@ -306,13 +310,16 @@ TEST(MicroBatches, AccumulatedStepDiffersFromTheFullStepByRoundingAlone) {
   auto before = single_device(g, p, kernels, nullptr, 64);
   const auto initial = values(*before);
   const OneStep full = one_step(g, p, kernels, 0, 64), micro = one_step(g, p, kernels, 0, 16);
-  const OneStep reordered = one_step(g, p, kernels, 32, 64);
-  EXPECT_NEAR(micro.loss, full.loss, 4 * std::fabs(reordered.loss - full.loss) + 1e-7 * std::fabs(full.loss));
+  const OneStep reordered = one_step(g, p, kernels, 32, 64), reordered_finer = one_step(g, p, kernels, 8, 64);
+  const double loss_rounding =
+      std::max(std::fabs(reordered.loss - full.loss), std::fabs(reordered_finer.loss - full.loss));
+  EXPECT_NEAR(micro.loss, full.loss, 4 * loss_rounding + 1e-7 * std::fabs(full.loss));
   for (size_t i = 0; i < full.params.size(); ++i) {
     const std::string& name = before->parameters()[i].name;
     const double update = distance(full.params[i], initial[i]);
     ASSERT_GT(update, 0) << name << " was not updated";
-    const double rounding = distance(full.params[i], reordered.params[i]);
+    const double rounding =
+        std::max(distance(full.params[i], reordered.params[i]), distance(full.params[i], reordered_finer.params[i]));
     EXPECT_LE(distance(full.params[i], micro.params[i]), 4 * rounding + 1e-7 * update) << name;
   }
 }

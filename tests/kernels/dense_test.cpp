@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "tests/kernels/cpu_paths.h"
 #include "tests/kernels/test_util.h"
 
 namespace devmap::test {
@@ -76,6 +77,31 @@ TEST(Dense, NullInputGradientIsSkipped) {
   h.backward();
   for (float v : to_vector(h.d_inputs[0])) EXPECT_EQ(v, 7.0f);
 }
+
+// One forward call on a training batch's gradient chunks gives every chunk
+// the bits of a call on it alone, on every CPU path: chunks of 16 rows (the
+// AVX-512 path's own GEMM, all rows at once) and of 80 rows (past 64 rows a
+// chunk: a library GEMM per chunk on every path).
+class DenseForwardChunks : public EveryCpuPath {};
+
+TEST_P(DenseForwardChunks, OneCallGivesEachChunkItsOwnBits) {
+  for (int64_t chunk : {16, 80})
+    for (int threads : {1, 2}) {
+      const int64_t batch = 2 * chunk + chunk / 2;
+      OpHarness by_chunk(make_node("dense", "fc", {{50}}, {{"units", int64_t{20}}}), batch, threads);
+      randomize(by_chunk, 7);
+      OpHarness at_once(by_chunk.node, batch, threads);
+      std::copy_n(by_chunk.inputs[0].data(), by_chunk.inputs[0].size(), at_once.inputs[0].data());
+      for (size_t i = 0; i < by_chunk.params.size(); ++i)
+        std::copy_n(by_chunk.params[i].data(), by_chunk.params[i].size(), at_once.params[i].data());
+      for (int64_t first = 0; first < batch; first += chunk)
+        by_chunk.forward_rows(first, std::min(chunk, batch - first));
+      at_once.forward_chunks(chunk);
+      EXPECT_TRUE(same_bits(at_once.output, by_chunk.output)) << "chunks of " << chunk << ", " << threads << " threads";
+    }
+}
+
+DEVMAP_ON_EVERY_CPU_PATH(DenseForwardChunks);
 
 }  // namespace
 }  // namespace devmap::test

@@ -51,7 +51,8 @@ inline void expect_deterministic(const Node& node, int64_t batch) {
 // the same chunk in buffers of its own. Both give the same bits: the
 // outputs, the input gradients, and the parameter gradients the chunks add
 // in order. A batch of 40 in chunks of 16, 16 and 8, on 1 and 2 threads,
-// overwriting and accumulating.
+// overwriting and accumulating. A kernel whose forward takes every chunk at
+// once (forward_handles_gradient_chunks) gives the chunk calls' outputs.
 inline void expect_chunk_calls_independent_of_their_buffer(const Node& node) {
   constexpr int64_t kBatch = 40, kChunk = 16;
   for (int threads : {1, 2})
@@ -102,6 +103,16 @@ inline void expect_chunk_calls_independent_of_their_buffer(const Node& node) {
       for (size_t i = 0; i < running.size(); ++i)
         EXPECT_TRUE(same_bits(running[i], whole.d_params[i]))
             << node.op() << " parameter gradient " << i << ", " << threads << " threads, accumulate " << accumulate;
+      // A kernel given every chunk at once gives each the bits of its call.
+      if (!whole.kernel->forward_handles_gradient_chunks(node)) continue;
+      OpHarness at_once(node, kBatch, threads);
+      for (size_t i = 0; i < at_once.inputs.size(); ++i)
+        std::copy_n(whole.inputs[i].data(), whole.inputs[i].size(), at_once.inputs[i].data());
+      for (size_t i = 0; i < at_once.params.size(); ++i)
+        std::copy_n(whole.params[i].data(), whole.params[i].size(), at_once.params[i].data());
+      at_once.forward_chunks(kChunk);
+      EXPECT_TRUE(same_bits(at_once.output, whole.output))
+          << node.op() << " output of one call on every chunk, " << threads << " threads";
     }
 }
 

@@ -120,6 +120,16 @@ class OpHarness {
     ctx.sample_offset = offset;
   }
 
+  // One call on the whole batch as gradient chunks of `chunk` samples
+  // (ForwardArgs::gradient_chunk), as the executor calls a kernel whose
+  // forward_handles_gradient_chunks() is true.
+  void forward_chunks(int64_t chunk) {
+    std::vector<TensorView> in, par;
+    for (int i = 0; i < static_cast<int>(inputs.size()); ++i) in.push_back(input(i));
+    for (int i = 0; i < static_cast<int>(params.size()); ++i) par.push_back(param(i));
+    kernel->forward(ForwardArgs{node, in, par, out(), ctx, false, chunk});
+  }
+
   // Like the executor: inputs/output have null data unless the schema keeps
   // them (pass_*_to_backward); d_inputs have null data where want_input_grad
   // is false.
