@@ -160,7 +160,9 @@ class Executor {
   // once per consecutive chunk of `samples`, forward and backward (except
   // ops that couple their samples, as batch_norm does, and losses and
   // metrics, which reduce over the batch); each chunk's backward adds its
-  // whole gradient to what the chunks before it left. A chunk is then
+  // whole gradient to what the chunks before it left. (A kernel whose
+  // forward_handles_gradient_chunks() is true gets the batch in one forward
+  // call and gives each chunk the bits of its own call.) A chunk is then
   // computed by the same calls, of the same shapes, wherever it runs: in
   // the whole batch, in a micro-batch or a replica of a multiple of
   // `samples`. So those give the same bits whatever kernels, blockings or

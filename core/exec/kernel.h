@@ -42,7 +42,8 @@ struct ForwardArgs {
   // Positive: the batch is several gradient chunks of this many samples
   // (the last may hold fewer), given at once to a kernel whose
   // forward_handles_gradient_chunks() is true, which gives each chunk the
-  // bits of one call on it alone. 0: the call is one chunk.
+  // bits of one call on it alone. 0: the call is one chunk. ctx.sample_offset
+  // is then the batch's first sample's, for every chunk.
   int64_t gradient_chunk = 0;
 };
 

@@ -101,7 +101,10 @@ void DenseKernel::forward(const ForwardArgs& args) {
     }
     const float* xc = x + first * in;
     float* yc = y + first * units;
-    for_blocks(args.ctx.pool, blocks, [&](int64_t u0, int64_t u1) {
+    // The blocks of a call on this chunk alone, so the library's calls keep
+    // their shapes (a last chunk may have fewer rows, and fewer blocks).
+    const Blocks chunk_blocks = blocks_of(units, 2.0 * static_cast<double>(rows * in * units));
+    for_blocks(args.ctx.pool, chunk_blocks, [&](int64_t u0, int64_t u1) {
       if (bias != nullptr)
         for (int64_t n = 0; n < rows; ++n)
           std::memcpy(yc + n * units + u0, bias + u0, static_cast<size_t>(u1 - u0) * sizeof(float));

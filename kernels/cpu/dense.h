@@ -11,7 +11,8 @@
 namespace devmap::cpu {
 
 // x [N, in], W [units, in], b [units], y [N, units].
-// Forward:  y = x W^T + b (b is broadcast into y, then one sgemm adds x W^T).
+// Forward:  y = x W^T + b (dense_gemm_forward adds b last; for sgemm, b is
+//           broadcast into y, then one sgemm adds x W^T).
 // Backward: dx = dy W (overwritten; skipped when its view is null),
 //           dW (+)= dy^T x, db (+)= the column sums of dy, summed over samples
 //           in order (overwritten, or added to when accumulate).
@@ -19,7 +20,8 @@ namespace devmap::cpu {
 // features for dx) fixed by the shape alone; one pool thread computes a
 // block, so the bits do not depend on the pool size. The forward takes a
 // training batch's gradient chunks at once: dense_gemm_forward's rows do not
-// depend on the rows beside them, and sgemm runs once per chunk.
+// depend on the rows beside them, and sgemm runs once per chunk, in the
+// blocks a call on that chunk alone would have.
 class DenseKernel final : public OpKernel {
  public:
   void forward(const ForwardArgs& args) override;

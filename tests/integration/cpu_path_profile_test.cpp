@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/exec/cpu_path.h"
+#include "core/exec/gemm_library.h"
 #include "tests/support/metrics.h"
 #include "tests/support/run_process.h"
 
@@ -99,8 +100,10 @@ TEST_P(CpuPathProfile, NamesTheKernelAndTheMeasuredPeak) {
     if (op == "fc1") {
       fc1 = true;
       // The forward's own GEMM runs on the AVX-512 path up to 64 rows a call
-      // (kernels/cpu/dense_gemm.h), a library's past them and elsewhere.
-      const std::string forward = GetParam() == CpuPath::kAvx512 ? "dense/avx512, >64 rows " + gemm : gemm;
+      // (kernels/cpu/dense_gemm.h) unless DEVMAP_GEMM forces a library, a
+      // library's past them and elsewhere.
+      const bool own = GetParam() == CpuPath::kAvx512 && !gemm_library_from_environment();
+      const std::string forward = own ? "dense/avx512, >64 rows " + gemm : gemm;
       EXPECT_EQ(kernel, json_field(line, "direction") == "forward" ? forward : onednn) << line;
     }
     EXPECT_FALSE(op == "relu2" && json_field(line, "direction") == "forward")

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
+#include "kernels/cpu/blas.h"
 #include "tests/kernels/cpu_paths.h"
 #include "tests/kernels/test_util.h"
 
@@ -79,26 +81,40 @@ TEST(Dense, NullInputGradientIsSkipped) {
 }
 
 // One forward call on a training batch's gradient chunks gives every chunk
-// the bits of a call on it alone, on every CPU path: chunks of 16 rows (the
-// AVX-512 path's own GEMM, all rows at once) and of 80 rows (past 64 rows a
-// chunk: a library GEMM per chunk on every path).
+// the bits of a call on it alone, on every CPU path, in the GEMM the path
+// picks and in each library forced: chunks of 16 and 32 rows (the AVX-512
+// path's own GEMM, all rows at once), of 80 (past 64 rows: a library's
+// sgemm per chunk); last chunks shorter than the others, with fewer column
+// blocks than a whole chunk's (784 -> 256: 4 blocks at 32 rows, 1 at 8).
 class DenseForwardChunks : public EveryCpuPath {};
 
+struct ChunkCase {
+  int64_t in, units, chunk, batch;
+};
+
+void expect_one_call_gives_each_chunk_its_bits(const ChunkCase& c, int threads) {
+  OpHarness by_chunk(make_node("dense", "fc", {{c.in}}, {{"units", c.units}}), c.batch, threads);
+  randomize(by_chunk, 7);
+  OpHarness at_once(by_chunk.node, c.batch, threads);
+  std::copy_n(by_chunk.inputs[0].data(), by_chunk.inputs[0].size(), at_once.inputs[0].data());
+  for (size_t i = 0; i < by_chunk.params.size(); ++i)
+    std::copy_n(by_chunk.params[i].data(), by_chunk.params[i].size(), at_once.params[i].data());
+  for (int64_t first = 0; first < c.batch; first += c.chunk)
+    by_chunk.forward_rows(first, std::min(c.chunk, c.batch - first));
+  at_once.forward_chunks(c.chunk);
+  EXPECT_TRUE(same_bits(at_once.output, by_chunk.output))
+      << c.in << " -> " << c.units << ", chunks of " << c.chunk << " in " << c.batch << ", " << threads << " threads";
+}
+
 TEST_P(DenseForwardChunks, OneCallGivesEachChunkItsOwnBits) {
-  for (int64_t chunk : {16, 80})
-    for (int threads : {1, 2}) {
-      const int64_t batch = 2 * chunk + chunk / 2;
-      OpHarness by_chunk(make_node("dense", "fc", {{50}}, {{"units", int64_t{20}}}), batch, threads);
-      randomize(by_chunk, 7);
-      OpHarness at_once(by_chunk.node, batch, threads);
-      std::copy_n(by_chunk.inputs[0].data(), by_chunk.inputs[0].size(), at_once.inputs[0].data());
-      for (size_t i = 0; i < by_chunk.params.size(); ++i)
-        std::copy_n(by_chunk.params[i].data(), by_chunk.params[i].size(), at_once.params[i].data());
-      for (int64_t first = 0; first < batch; first += chunk)
-        by_chunk.forward_rows(first, std::min(chunk, batch - first));
-      at_once.forward_chunks(chunk);
-      EXPECT_TRUE(same_bits(at_once.output, by_chunk.output)) << "chunks of " << chunk << ", " << threads << " threads";
-    }
+  const ChunkCase cases[] = {{50, 20, 16, 40}, {50, 20, 80, 200}, {784, 256, 32, 40}, {784, 256, 80, 150}};
+  for (std::optional<GemmLibrary> library :
+       {std::optional<GemmLibrary>{}, std::optional{GemmLibrary::kOpenBlas}, std::optional{GemmLibrary::kOneDnn}}) {
+    std::optional<cpu::ScopedGemmLibrary> forced;
+    if (library) forced.emplace(*library);
+    for (const ChunkCase& c : cases)
+      for (int threads : {1, 2}) expect_one_call_gives_each_chunk_its_bits(c, threads);
+  }
 }
 
 DEVMAP_ON_EVERY_CPU_PATH(DenseForwardChunks);

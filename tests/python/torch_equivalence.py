@@ -245,7 +245,7 @@ def main():
     ok = ok and rate_diff <= 1e-8  # the metrics log prints 9 significant digits
 
     # devmap's checkpoint loads as it is, and holds what PyTorch trained: every
-    # tensor within 1e-2 of PyTorch's, relative, in Frobenius norm. float32
+    # tensor within 3e-3 of PyTorch's, relative, in Frobenius norm. float32
     # training is chaotic: a relu gate that opens in one run and not in the
     # other moves that unit's row alone (fc1 split on the Zen 4: unit 865's,
     # 1.35e-3 of the tensor, 8.7e-3 of its largest element), while a layout
@@ -255,7 +255,7 @@ def main():
     wdiff = max((p - q).norm().item() / max(q.norm().item(), 1e-12)
                 for p, q in zip(loaded.state_dict().values(), net.state_dict().values()))
     print(f"checkpoint vs PyTorch's weights: worst relative difference {wdiff:.2e} (Frobenius norm)")
-    ok = ok and wdiff <= 1e-2
+    ok = ok and wdiff <= 3e-3
 
     # devmap's predictions with those weights are PyTorch's.
     ok = predictions_agree(a.coordinator, a.config, weights, loaded, tmp) and ok
