@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
+#include <thread>
 
 namespace devmap {
 namespace {
@@ -11,6 +13,29 @@ std::pair<int64_t, int64_t> chunk(int64_t n, int parts, int i) {
   int64_t base = n / parts, rem = n % parts;
   int64_t begin = i * base + std::min<int64_t>(i, rem);
   return {begin, begin + base + (i < rem ? 1 : 0)};
+}
+
+// One step of a spin: tells the core that this thread is waiting.
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until done() or kSpin has passed, yielding the core between rounds
+// to any other thread that wants it; returns done().
+template <class Done>
+bool spin_until(const Done& done) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point end = Clock::now() + ThreadPool::kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      relax();
+    }
+    if (Clock::now() >= end) return done();
+    std::this_thread::yield();
+  }
 }
 
 }  // namespace
@@ -23,6 +48,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    ++generation_;  // ends the workers' spins
   }
   work_cv_.notify_all();
   for (auto& t : threads_) t.join();
@@ -40,14 +66,15 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     assert(fn_ == nullptr && "parallel_for is not reentrant");
     fn_ = &fn;
     n_ = n;
-    pending_ = size_ - 1;
-    ++generation_;
+    pending_.store(size_ - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   work_cv_.notify_all();
   auto [b, e] = chunk(n, parts, 0);
   fn(b, e);
+  spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
+  done_cv_.wait(lock, [this] { return pending_.load(std::memory_order_relaxed) == 0; });
   fn_ = nullptr;
 }
 
@@ -56,11 +83,12 @@ void ThreadPool::worker_loop(int index) {
   for (;;) {
     const std::function<void(int64_t, int64_t)>* fn;
     int64_t n;
+    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      work_cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_relaxed);
       fn = fn_;
       n = n_;
     }
@@ -71,7 +99,7 @@ void ThreadPool::worker_loop(int index) {
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+      if (pending_.fetch_sub(1, std::memory_order_release) == 1) done_cv_.notify_one();
     }
   }
 }

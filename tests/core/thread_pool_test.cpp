@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace devmap {
@@ -46,6 +47,18 @@ TEST(ThreadPool, SurvivesManyRounds) {
   std::atomic<int64_t> sum{0};
   for (int round = 0; round < 2000; ++round) pool.parallel_for(4, [&](int64_t b, int64_t e) { sum += e - b; });
   EXPECT_EQ(sum.load(), 8000);
+}
+
+// Loops further apart than a waiting thread spins (ThreadPool::kSpin) find
+// the pool's threads asleep on the condition variable, and wake them.
+TEST(ThreadPool, WakesThreadsThatSleptPastTheSpin) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> sum{0};
+  for (int round = 0; round < 5; ++round) {
+    std::this_thread::sleep_for(4 * ThreadPool::kSpin);
+    pool.parallel_for(300, [&](int64_t b, int64_t e) { sum += e - b; });
+  }
+  EXPECT_EQ(sum.load(), 1500);
 }
 
 }  // namespace
