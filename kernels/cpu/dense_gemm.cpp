@@ -1,7 +1,9 @@
-// Built with -ffp-contract=fast (kernels/CMakeLists.txt): every `acc += a * b`
-// below is one fused multiply-add. Vectors are GCC's generic vector types,
-// one zmm each on the AVX-512 path.
+// The fused multiply-adds are explicit (_mm512_fmadd_ps), so the chains do
+// not depend on the compiler contracting `a * b + c` (it does not at every
+// optimisation level). Every function here is built for AVX-512.
 #include "kernels/cpu/dense_gemm.h"
+
+#include <immintrin.h>
 
 #include <cstring>
 
@@ -10,16 +12,16 @@
 namespace devmap::cpu {
 namespace {
 
-using V16 = float __attribute__((vector_size(64)));
+using V16 = __m512;
 using V8 = float __attribute__((vector_size(32)));
 constexpr int kLanes = 16;
 
-DEVMAP_INLINE void load(const float* p, V16& out) {
-  std::memcpy(&out, p, sizeof out);
+DEVMAP_TARGET_AVX512 DEVMAP_INLINE void load(const float* p, V16& out) {
+  out = _mm512_loadu_ps(p);
 }
 
 // ((l0 + l8) + (l4 + l12)) + ((l2 + l10) + (l6 + l14)) + ... as dense_gemm.h says.
-DEVMAP_INLINE float lane_sum(const V16& a) {
+DEVMAP_TARGET_AVX512 DEVMAP_INLINE float lane_sum(const V16& a) {
   V8 lo, hi;
   std::memcpy(&lo, &a, sizeof lo);
   std::memcpy(&hi, reinterpret_cast<const char*>(&a) + sizeof lo, sizeof hi);
@@ -32,8 +34,8 @@ DEVMAP_INLINE float lane_sum(const V16& a) {
 // acc[r][c] += lanes [k, k + 16) of x row r times those of w row c, where
 // xk and wk point at lane k of the first rows and x_row, w_row step a row.
 template <int MR, int NR>
-DEVMAP_INLINE void accumulate_lanes(V16 (&acc)[MR][NR], const float* xk, int64_t x_row, const float* wk,
-                                    int64_t w_row) {
+DEVMAP_TARGET_AVX512 DEVMAP_INLINE void accumulate_lanes(V16 (&acc)[MR][NR], const float* xk, int64_t x_row,
+                                                         const float* wk, int64_t w_row) {
   V16 xv[MR];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) load(xk + r * x_row, xv[r]);
@@ -42,17 +44,20 @@ DEVMAP_INLINE void accumulate_lanes(V16 (&acc)[MR][NR], const float* xk, int64_t
     V16 wv;
     load(wk + c * w_row, wv);
 #pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) acc[r][c] += xv[r] * wv;
+    for (int r = 0; r < MR; ++r) acc[r][c] = _mm512_fmadd_ps(xv[r], wv, acc[r][c]);
   }
 }
 
 // y for rows [m, m + MR) and units [u, u + NR).
 template <int MR, int NR>
-DEVMAP_INLINE void forward_tile(const DenseOperands& o, const float* bias, float* y, int64_t m, int64_t u) {
+DEVMAP_TARGET_AVX512 DEVMAP_INLINE void forward_tile(const DenseOperands& o, const float* bias, float* y, int64_t m,
+                                                     int64_t u) {
   const int64_t in = o.in;
   const float* x = o.x + m * in;
   const float* w = o.w + u * in;
-  V16 acc[MR][NR] = {};
+  V16 acc[MR][NR];
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_setzero_ps();
   int64_t k = 0;
   for (; k + kLanes <= in; k += kLanes) accumulate_lanes<MR, NR>(acc, x + k, in, w + k, in);
   if (k < in) {  // the last partial lanes, zero-padded (0 * 0 leaves a lane as it is)
