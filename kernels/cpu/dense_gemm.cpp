@@ -3,11 +3,12 @@
 // optimisation level). Every function here is built for AVX-512.
 #include "kernels/cpu/dense_gemm.h"
 
-#include <immintrin.h>
-
 #include <cstring>
 
 #include "kernels/cpu/cpu_dispatch.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
 
 namespace devmap::cpu {
 namespace {
@@ -103,3 +104,17 @@ void dense_gemm_forward(const DenseOperands& o, const float* bias, float* y, Col
 }
 
 }  // namespace devmap::cpu
+
+#else  // no AVX-512 path on this architecture: the dense kernel calls sgemm
+
+namespace devmap::cpu {
+
+bool dense_gemm_runs() {
+  return false;
+}
+
+void dense_gemm_forward(const DenseOperands&, const float*, float*, ColumnRange) {}
+
+}  // namespace devmap::cpu
+
+#endif
