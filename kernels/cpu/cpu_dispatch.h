@@ -16,43 +16,33 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DEVMAP_AVX512_ISA "avx2,fma,avx512f,avx512vl,avx512bw,avx512dq"
 #define DEVMAP_TARGET_AVX512 __attribute__((target(DEVMAP_AVX512_ISA)))
-#define DEVMAP_TARGET_AVX512_256 __attribute__((target(DEVMAP_AVX512_ISA ",prefer-vector-width=256")))
 #define DEVMAP_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #else
 #define DEVMAP_TARGET_AVX512
-#define DEVMAP_TARGET_AVX512_256
 #define DEVMAP_TARGET_AVX2
 #endif
 
 // For bodies and what they call: inlined, so compiled for the caller's path.
 #define DEVMAP_INLINE [[gnu::always_inline]] inline
 
-// DEVMAP_CPU_PATH_DISPATCH with the AVX-512 build's target given:
-// DEVMAP_TARGET_AVX512, or DEVMAP_TARGET_AVX512_256 (the AVX-512
-// instructions, vectorised 256 bits wide) for a body whose loops run fewer
-// than 16 floats, where 512-bit vectors leave the work to scalar remainders:
-// the reference CNN's 2x2 max-pool rows (7 to 14 outputs) ran their
-// backward pass 4x slower built 512 bits wide than in the AVX2 build.
-#define DEVMAP_CPU_PATH_DISPATCH_AS(avx512_target, ret, name, params, args) \
-  avx512_target ret name##_avx512 params {                                  \
-    return name##_body args;                                                \
-  }                                                                         \
-  DEVMAP_TARGET_AVX2 ret name##_avx2 params {                               \
-    return name##_body args;                                                \
-  }                                                                         \
-  ret name##_baseline params {                                              \
-    return name##_body args;                                                \
-  }                                                                         \
-  ret name params {                                                         \
-    switch (::devmap::active_cpu_path()) {                                  \
-      case ::devmap::CpuPath::kAvx512: return name##_avx512 args;           \
-      case ::devmap::CpuPath::kAvx2: return name##_avx2 args;               \
-      case ::devmap::CpuPath::kBaseline: break;                             \
-    }                                                                       \
-    return name##_baseline args;                                            \
+#define DEVMAP_CPU_PATH_DISPATCH(ret, name, params, args)         \
+  DEVMAP_TARGET_AVX512 ret name##_avx512 params {                 \
+    return name##_body args;                                      \
+  }                                                               \
+  DEVMAP_TARGET_AVX2 ret name##_avx2 params {                     \
+    return name##_body args;                                      \
+  }                                                               \
+  ret name##_baseline params {                                    \
+    return name##_body args;                                      \
+  }                                                               \
+  ret name params {                                               \
+    switch (::devmap::active_cpu_path()) {                        \
+      case ::devmap::CpuPath::kAvx512: return name##_avx512 args; \
+      case ::devmap::CpuPath::kAvx2: return name##_avx2 args;     \
+      case ::devmap::CpuPath::kBaseline: break;                   \
+    }                                                             \
+    return name##_baseline args;                                  \
   }
-#define DEVMAP_CPU_PATH_DISPATCH(ret, name, params, args) \
-  DEVMAP_CPU_PATH_DISPATCH_AS(DEVMAP_TARGET_AVX512, ret, name, params, args)
 
 namespace devmap::cpu {
 

@@ -9,6 +9,7 @@
 
 #include "core/graph/ops/pool_geometry.h"
 #include "kernels/cpu/cpu_dispatch.h"
+#include "kernels/cpu/max_pool2x2_avx512.h"
 #include "kernels/cpu/parallel.h"
 
 namespace devmap::cpu {
@@ -120,8 +121,12 @@ DEVMAP_INLINE void forward_2x2_body(const PoolGeometry& g, const float* in, floa
     for (int64_t ow = 0; ow < g.out_w; ++ow) o[ow] = pick(r1[2 * ow + 1], o[ow]);
   }
 }
-DEVMAP_CPU_PATH_DISPATCH_AS(DEVMAP_TARGET_AVX512_256, void, forward_2x2,
-                            (const PoolGeometry& g, const float* in, float* out), (g, in, out))
+DEVMAP_TARGET_AVX2 void forward_2x2_avx2(const PoolGeometry& g, const float* in, float* out) {
+  forward_2x2_body(g, in, out);
+}
+void forward_2x2_baseline(const PoolGeometry& g, const float* in, float* out) {
+  forward_2x2_body(g, in, out);
+}
 
 // One plane of dx: dy goes to the first element of each window that matches
 // its maximum m, every other element (and rows/columns no window covers) gets 0.
@@ -149,9 +154,35 @@ DEVMAP_INLINE void backward_2x2_body(const PoolGeometry& g, const float* in, con
   }
   for (int64_t h = 2 * g.out_h; h < g.height; ++h) std::fill(d_in + h * g.width, d_in + (h + 1) * g.width, 0.0f);
 }
-DEVMAP_CPU_PATH_DISPATCH_AS(DEVMAP_TARGET_AVX512_256, void, backward_2x2,
-                            (const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in),
-                            (g, in, m, d_out, d_in))
+DEVMAP_TARGET_AVX2 void backward_2x2_avx2(const PoolGeometry& g, const float* in, const float* m, const float* d_out,
+                                          float* d_in) {
+  backward_2x2_body(g, in, m, d_out, d_in);
+}
+void backward_2x2_baseline(const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in) {
+  backward_2x2_body(g, in, m, d_out, d_in);
+}
+
+// The 2x2 loops per path: the AVX-512 path runs max_pool2x2_avx512.h's
+// intrinsics (whole rows in masked vectors), the others the bodies above.
+Plane2x2 plane_2x2(const PoolGeometry& g) {
+  return Plane2x2{g.height, g.width, g.out_h, g.out_w};
+}
+void forward_2x2(const PoolGeometry& g, const float* in, float* out) {
+  const CpuPath path = active_cpu_path();
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (path == CpuPath::kAvx512) return max_pool2x2_forward_avx512(plane_2x2(g), in, out);
+#endif
+  if (path == CpuPath::kBaseline) return forward_2x2_baseline(g, in, out);
+  forward_2x2_avx2(g, in, out);
+}
+void backward_2x2(const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in) {
+  const CpuPath path = active_cpu_path();
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (path == CpuPath::kAvx512) return max_pool2x2_backward_avx512(plane_2x2(g), in, m, d_out, d_in);
+#endif
+  if (path == CpuPath::kBaseline) return backward_2x2_baseline(g, in, m, d_out, d_in);
+  backward_2x2_avx2(g, in, m, d_out, d_in);
+}
 
 }  // namespace
 

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -34,7 +36,8 @@ std::vector<std::vector<float>> run_op(const Node& node, int64_t batch, std::uni
   return out;
 }
 
-// fn's result on the active path against its result on the baseline path.
+// fn's result on the active path against its result on the baseline path,
+// bit for bit (NaNs included).
 template <class Fn>
 void expect_same_as_baseline(const Fn& fn, const std::string& what) {
   const auto here = fn();
@@ -44,7 +47,9 @@ void expect_same_as_baseline(const Fn& fn, const std::string& what) {
   }();
   ASSERT_EQ(here.size(), base.size());
   for (size_t i = 0; i < here.size(); ++i)
-    EXPECT_TRUE(here[i] == base[i]) << what << ": buffer " << i << " differs from the baseline path's";
+    EXPECT_TRUE(here[i].size() == base[i].size() &&
+                std::memcmp(here[i].data(), base[i].data(), here[i].size() * sizeof(float)) == 0)
+        << what << ": buffer " << i << " differs from the baseline path's";
 }
 
 Node conv_node() {
@@ -65,6 +70,34 @@ TEST_P(CpuPathBits, ReluAndMaxPool) {
         return run_op(make_node("max_pool2d", "p", {{8, 14, 15}}, {{"kernel", int64_t{2}}}), 3);
       },
       "max_pool2d");
+}
+
+// The 2x2 pooling's whole-row vectors (max_pool2x2_avx512.h) against the
+// baseline loops: rows of 1 to 40 outputs (one vector, two, masked tails),
+// odd and even widths and heights, and planes full of ties, signed zeros
+// and NaNs of several payloads, which decide both the output's bits and
+// which element takes the gradient.
+TEST_P(CpuPathBits, MaxPool2x2EveryRowLength) {
+  for (int64_t width = 2; width <= 81; ++width) {
+    for (int64_t height : {2, 3, 6}) {
+      expect_same_as_baseline(
+          [&] {
+            OpHarness h(make_node("max_pool2d", "p", {{2, height, width}}, {{"kernel", int64_t{2}}}), 2, 2);
+            std::vector<float> values = {
+                0.0f, -0.0f, 1.0f, -1.0f, std::bit_cast<float>(0x7fc00001u), std::bit_cast<float>(0xffc00002u),
+                1.0f, 0.5f};
+            float* x = h.inputs[0].data();
+            for (int64_t i = 0; i < h.inputs[0].size(); ++i)
+              x[i] = values[static_cast<size_t>((i * 7 + i / 5) % static_cast<int64_t>(values.size()))];
+            fill_uniform(span_of(h.d_output), 30, -1.0f, 1.0f);
+            h.forward();
+            h.backward();
+            std::vector<std::vector<float>> out = {to_vector(h.output), to_vector(h.d_inputs[0])};
+            return out;
+          },
+          "max_pool2d " + std::to_string(height) + "x" + std::to_string(width));
+    }
+  }
 }
 
 // Planes of 169 positions (10 lanes of 16 and a tail of 9) and dense
