@@ -102,6 +102,8 @@ Executor::Executor(const Graph& graph, Program program, const KernelFactory& ker
   external_.assign(n, false);
   alias_of_.assign(nt, -1);
   relu_into_.assign(n, false);
+  relu_gradient_into_.assign(n, false);
+  fused_backward_.assign(n, false);
   scalars_.assign(n, 0.0f);
   buffers_.assign(nt, nullptr);
 }
@@ -124,11 +126,23 @@ void Executor::plan_fused_relus() {
   if (fuse_relus_)
     for (const FusedRelu& f : devmap::fused_relus(FusedReluInputs{&graph_, &forward_, &edge_of_, &external_, host_}))
       if (kernels_[static_cast<size_t>(f.producer)]->fuses_relu()) fused_.push_back(f);
+  fused_gradients_.clear();
+  if (fuse_relus_)
+    for (const FusedReluGradient& f :
+         devmap::fused_relu_gradients(FusedReluGradientInputs{&graph_, &backward_, &edge_of_, host_}))
+      if (kernels_[static_cast<size_t>(f.consumer)]->fuses_relu_gradient()) fused_gradients_.push_back(f);
   std::fill(alias_of_.begin(), alias_of_.end(), -1);
   std::fill(relu_into_.begin(), relu_into_.end(), false);
+  std::fill(relu_gradient_into_.begin(), relu_gradient_into_.end(), false);
+  std::fill(fused_backward_.begin(), fused_backward_.end(), false);
   for (const FusedRelu& f : fused_) {
     alias_of_[static_cast<size_t>(f.relu)] = f.producer;
     relu_into_[static_cast<size_t>(f.producer)] = true;
+  }
+  for (const FusedReluGradient& f : fused_gradients_) {
+    alias_of_[static_cast<size_t>(f.output_grad)] = f.input_grad;
+    relu_gradient_into_[static_cast<size_t>(f.consumer)] = true;
+    fused_backward_[static_cast<size_t>(f.relu)] = true;
   }
 }
 
@@ -144,9 +158,10 @@ void Executor::reserve(int64_t max_batch, int sets) {
   stored_.resize(static_cast<size_t>(sets));
   plan_fused_relus();
   // The same list the memory plan sums (core/plan/tensor_allocations.h).
-  const TensorArena arena = tensor_arena(
-      TensorAllocationInputs{&graph_, &program_, &uses_, &edge_of_, &external_, host_, &fused_, &forward_, &backward_},
-      max_batch);
+  const TensorArena arena =
+      tensor_arena(TensorAllocationInputs{&graph_, &program_, &uses_, &edge_of_, &external_, host_, &fused_, &forward_,
+                                          &backward_, &fused_gradients_},
+                   max_batch);
   arenas_.resize(static_cast<size_t>(sets));
   for (int k = sets - 1; k >= 0; --k) {
     DeviceBuffer& block = arenas_[static_cast<size_t>(k)];
@@ -395,6 +410,11 @@ void Executor::run(const std::vector<Instr>& instrs, int begin, int end, int64_t
       finished_.fetch_add(1, std::memory_order_relaxed);  // its conv2d wrote its output
       continue;
     }
+    // A fused relu gradient's relu: the max_pool2d after it wrote its input gradient.
+    if (ins.kind == InstrKind::kBackward && fused_backward_[static_cast<size_t>(ins.node)]) {
+      finished_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
     running_.store(static_cast<int64_t>(ins.kind) << 32 | static_cast<uint32_t>(ins.node), std::memory_order_relaxed);
     const bool staging = next_staged < staged.size() && staged[next_staged] == k;
     float* const share = next_share;
@@ -562,7 +582,9 @@ std::string Executor::describe(const Progress& p) const {
 std::string Executor::implementation(int node, bool backward) const {
   const auto& k = kernels_[static_cast<size_t>(node)];
   if (!k) return {};
-  if (backward) return k->backward_implementation(graph_.node(node));
+  if (backward)
+    return k->backward_implementation(graph_.node(node)) +
+           (relu_gradient_into_[static_cast<size_t>(node)] ? "+relu" : "");
   // A conv2d that writes its fused relu's output says so (the relu has no row).
   return k->implementation(graph_.node(node)) + (relu_into_[static_cast<size_t>(node)] ? "+relu" : "");
 }
@@ -686,8 +708,9 @@ void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContex
   if (node.schema->backward_needs_output) out = view(ins.node, batch);
   TensorView d_out = view(ins.in[0], batch);
   OpKernel& kernel = *kernels_[static_cast<size_t>(ins.node)];
+  const bool relu = relu_gradient_into_[static_cast<size_t>(ins.node)];
   if (!runs_by_chunk(node, batch, true)) {
-    kernel.backward(BackwardArgs{node, inputs, params, out, d_out, d_inputs, d_params, accumulate, ctx});
+    kernel.backward(BackwardArgs{node, inputs, params, out, d_out, d_inputs, d_params, accumulate, ctx, relu});
     return;
   }
   // Chunks of gradient_chunk_ samples, in order, each adding its whole
@@ -701,8 +724,8 @@ void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContex
     // A loss's output and its gradient are one value for the batch.
     const bool reduced = node.schema->batch_reduced();
     kernel.backward(BackwardArgs{node, chunk_inputs, params, reduced ? out : batch_rows(out, first, count),
-                                 reduced ? d_out : batch_rows(d_out, first, count), chunk_d_inputs, d_params, add,
-                                 ctx});
+                                 reduced ? d_out : batch_rows(d_out, first, count), chunk_d_inputs, d_params, add, ctx,
+                                 relu});
   });
   ctx.sample_offset = offset;
 }

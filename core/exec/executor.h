@@ -96,7 +96,8 @@ class Executor {
   void reserve(int64_t max_batch, int sets = 1);
   int64_t max_batch() const { return max_batch_; }
   // A test hook: with false, the next reserve() fuses no relu into its
-  // conv2d (core/plan/fused_relu.h), which the memory plan assumes it does.
+  // conv2d nor its gradient into the max_pool2d after it
+  // (core/plan/fused_relu.h), which the memory plan assumes it does.
   void set_fuse_relus(bool fuse) { fuse_relus_ = fuse; }
   // A test hook: recomputes (core/plan/recompute.h) run with the seed XOR
   // `bits` (0, the default: the executor's seed, so their random draws, and
@@ -104,6 +105,8 @@ class Executor {
   void set_recompute_seed_xor(uint64_t bits) { recompute_seed_xor_ = bits; }
   // The relus fused into their conv2d since reserve().
   const std::vector<FusedRelu>& fused_relus() const { return fused_; }
+  // The relus whose backward the max_pool2d after them runs, since reserve().
+  const std::vector<FusedReluGradient>& fused_relu_gradients() const { return fused_gradients_; }
   // The buffer set the next passes, bind_output, output and scalar use.
   void use_set(int set);
   int sets() const { return std::max(1, static_cast<int>(stored_.size())); }
@@ -252,7 +255,8 @@ class Executor {
   // gradient chunk (set_gradient_chunk).
   bool runs_by_chunk(const Node& node, int64_t batch, bool training) const;
   // The node's kernel's implementation name (--profile) for its forward or
-  // backward, or empty; "+relu" ends a forward that fuses its relu.
+  // backward, or empty; "+relu" ends a forward that fuses its relu and a
+  // backward that fuses the relu's before it.
   std::string implementation(int node, bool backward) const;
   void record(const Instr& ins, int64_t batch, double seconds);
   void record_pass(int64_t batch);
@@ -267,7 +271,8 @@ class Executor {
   void point_at_share(int node, float* share);
   TensorView param_value(int pi) const;
   TensorView param_grad(int pi) const;
-  // Sets fused_ and what follows from it (alias_of_, relu_into_).
+  // Sets fused_, fused_gradients_ and what follows from them (alias_of_,
+  // relu_into_, relu_gradient_into_, fused_backward_).
   void plan_fused_relus();
   static TraceKind trace_kind(InstrKind kind);
   void trace_slot_wait(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to, int edge,
@@ -352,9 +357,14 @@ class Executor {
   std::vector<bool> external_;  // per node: set_external
   bool fuse_relus_ = true;
   std::vector<FusedRelu> fused_;  // set in reserve
-  std::vector<int> alias_of_;     // per tensor: the tensor whose buffer it is (a fused relu's conv2d), or -1
-  std::vector<bool> relu_into_;   // per node: a conv2d that writes its fused relu's output
-  std::vector<float> scalars_;    // per node: a loss's or metric's value (scalar())
+  // per tensor: the tensor whose buffer it is (a fused relu's conv2d; a fused
+  // relu gradient's output gradient: its input gradient), or -1
+  std::vector<int> alias_of_;
+  std::vector<bool> relu_into_;                     // per node: a conv2d that writes its fused relu's output
+  std::vector<FusedReluGradient> fused_gradients_;  // set in reserve
+  std::vector<bool> relu_gradient_into_;  // per node: a max_pool2d whose backward writes its relu's input gradient
+  std::vector<bool> fused_backward_;      // per node: a relu whose backward that max_pool2d runs
+  std::vector<float> scalars_;            // per node: a loss's or metric's value (scalar())
   std::vector<int> staged_inputs_, staged_outputs_;  // external ops behind staging buffers (set in reserve)
   DeviceBuffer workspace_;
   std::vector<const float*> parts_;  // kSumGrads scratch

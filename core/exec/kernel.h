@@ -68,6 +68,12 @@ struct BackwardArgs {
   std::span<const TensorView> d_params;
   bool accumulate = false;
   KernelContext& ctx;
+  // inputs[0] is a relu's output and d_inputs[0] receives the gradient of
+  // that relu's input: the input gradient, with +0.0 wherever inputs[0] is
+  // not above zero (the bits the relu's backward would give). Asked only of
+  // kernels whose fuses_relu_gradient() is true (core/plan/fused_relu.h
+  // says when).
+  bool relu_input_gradient = false;
 };
 
 // The gradient chunks of a batch, in order: fn(first, count, add) for
@@ -97,6 +103,8 @@ class OpKernel {
   virtual std::string backward_implementation(const Node& node) const { return implementation(node); }
   // Whether forward() honours ForwardArgs::relu_output.
   virtual bool fuses_relu() const { return false; }
+  // Whether backward() honours BackwardArgs::relu_input_gradient.
+  virtual bool fuses_relu_gradient() const { return false; }
   // Whether forward() takes a training batch of several gradient chunks at
   // once (ForwardArgs::gradient_chunk) and gives each chunk the bits of one
   // call on it: the executor then calls it once per batch, so the kernel

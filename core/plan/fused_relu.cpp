@@ -4,6 +4,8 @@
 #include <cassert>
 #include <iterator>
 
+#include "core/plan/recompute.h"
+
 namespace devmap {
 
 std::vector<FusedRelu> fused_relus(const FusedReluInputs& in) {
@@ -36,6 +38,61 @@ std::vector<FusedRelu> fused_relus(const FusedReluInputs& in) {
     if (!stays_here(producer) || !stays_here(ins.node)) continue;
     if (relu.recomputed || p.recomputed) continue;  // each computed again on its own
     out.push_back(FusedRelu{producer, ins.node});
+  }
+  return out;
+}
+
+}  // namespace devmap
+
+namespace devmap {
+
+std::vector<FusedReluGradient> fused_relu_gradients(const FusedReluGradientInputs& in) {
+  assert(in.graph && in.backward && in.edge_of);
+  std::vector<FusedReluGradient> out;
+  if (!in.host_memory) return out;
+  const Graph& g = *in.graph;
+  const std::vector<Instr>& backward = *in.backward;
+  // Per tensor: how many backward instructions read and write it (a send of
+  // a gradient reads it), and per node its backward instruction's index.
+  const auto nodes = static_cast<size_t>(g.size());
+  std::vector<int> readers, writers;
+  std::vector<int> backward_of(nodes, -1);
+  const auto count = [](std::vector<int>& per_tensor, int t) {
+    if (t < 0) return;
+    if (static_cast<size_t>(t) >= per_tensor.size()) per_tensor.resize(static_cast<size_t>(t) + 1, 0);
+    ++per_tensor[static_cast<size_t>(t)];
+  };
+  const auto at = [](const std::vector<int>& per_tensor, int t) {
+    return static_cast<size_t>(t) < per_tensor.size() ? per_tensor[static_cast<size_t>(t)] : 0;
+  };
+  for (size_t k = 0; k < backward.size(); ++k) {
+    const Instr& ins = backward[k];
+    for (int t : ins.in) count(readers, t);
+    for (int t : ins.out) count(writers, t);
+    if (ins.kind == InstrKind::kBackward) backward_of[static_cast<size_t>(ins.node)] = static_cast<int>(k);
+  }
+  std::vector<bool> recomputed(nodes, false);
+  for (const Instr& ins : backward)
+    if (is_recompute(ins)) recomputed[static_cast<size_t>(ins.node)] = true;
+  const auto stays_here = [&](int t) { return (*in.edge_of)[static_cast<size_t>(t)] < 0; };
+  for (const Instr& b : backward) {
+    if (b.kind != InstrKind::kBackward) continue;
+    const Node& consumer = g.node(b.node);
+    if (std::find(std::begin(kReluGradientFusingOps), std::end(kReluGradientFusingOps), consumer.op()) ==
+        std::end(kReluGradientFusingOps))
+      continue;
+    if (consumer.inputs.size() != 1 || b.out.size() != 1 || b.out[0] < 0) continue;
+    const int relu = consumer.inputs[0];
+    if (g.node(relu).op() != "relu" || backward_of[static_cast<size_t>(relu)] < 0) continue;
+    const Instr& rb = backward[static_cast<size_t>(backward_of[static_cast<size_t>(relu)])];
+    const int output_grad = b.out[0];
+    // The consumer's backward alone writes the relu output's gradient, the
+    // relu's backward alone reads it.
+    if (rb.in.size() != 1 || rb.in[0] != output_grad || rb.out.size() != 1 || rb.out[0] < 0) continue;
+    if (at(writers, output_grad) != 1 || at(readers, output_grad) != 1) continue;
+    if (!stays_here(output_grad) || !stays_here(rb.out[0]) || !stays_here(relu)) continue;
+    if (recomputed[static_cast<size_t>(relu)] || recomputed[static_cast<size_t>(b.node)]) continue;
+    out.push_back(FusedReluGradient{relu, b.node, output_grad, rb.out[0]});
   }
   return out;
 }

@@ -107,9 +107,12 @@ MemoryPlan plan_memory(const PlanInputs& in, int64_t batch) {
     // once per buffer set.
     const std::vector<FusedRelu> fused =
         fused_relus(FusedReluInputs{&g, &dp.forward, &edge_of, &external, dev.host_memory});
-    const TensorArena arena = tensor_arena(TensorAllocationInputs{&g, &p, &dp.uses_tensor, &edge_of, &external,
-                                                                  dev.host_memory, &fused, &dp.forward, &dp.backward},
-                                           batch);
+    const std::vector<FusedReluGradient> fused_gradients =
+        fused_relu_gradients(FusedReluGradientInputs{&g, &dp.backward, &edge_of, dev.host_memory});
+    const TensorArena arena =
+        tensor_arena(TensorAllocationInputs{&g, &p, &dp.uses_tensor, &edge_of, &external, dev.host_memory, &fused,
+                                            &dp.forward, &dp.backward, &fused_gradients},
+                     batch);
     const auto sets = static_cast<uint64_t>(dev.sets);
     d.arena = arena.bytes * sets;
     d.arena_lower_bound = arena.lower_bound * sets;

@@ -52,6 +52,11 @@ TensorArena tensor_arena(const TensorAllocationInputs& in, int64_t batch) {
       fused[static_cast<size_t>(f.relu)] = true;
       root[static_cast<size_t>(f.relu)] = f.producer;
     }
+  if (in.fused_relu_gradients != nullptr)
+    for (const FusedReluGradient& f : *in.fused_relu_gradients) {
+      fused[static_cast<size_t>(f.output_grad)] = true;
+      root[static_cast<size_t>(f.output_grad)] = f.input_grad;
+    }
 
   std::vector<bool> recomputed(nt, false);
   for (const Instr& ins : *in.backward)

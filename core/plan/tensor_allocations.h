@@ -3,7 +3,9 @@
 // activation gradient it computes, and on a device the CPU cannot address
 // a staging copy of each tensor fed by the coordinator or crossing devices
 // (on a host device those are used in place and need none); a relu fused
-// into its conv2d writes into the conv2d's buffer and has none.
+// into its conv2d writes into the conv2d's buffer and has none,
+// and the output gradient of a relu whose backward the max_pool2d after it
+// runs is that relu's input gradient's buffer.
 //
 // Each buffer lives from the first to the last instruction of the device's
 // step that touches it (core/plan/arena.h places them): positions
@@ -76,6 +78,9 @@ struct TensorAllocationInputs {
   // The device's instructions, in the order the executor runs them.
   const std::vector<Instr>* forward = nullptr;
   const std::vector<Instr>* backward = nullptr;
+  // Relu gradients fused into the max_pool2d after them (core/plan/fused_relu.h):
+  // the relu output's gradient is its input gradient's buffer. Null: none.
+  const std::vector<FusedReluGradient>* fused_relu_gradients = nullptr;
 };
 
 TensorArena tensor_arena(const TensorAllocationInputs& in, int64_t batch);

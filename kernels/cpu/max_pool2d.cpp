@@ -104,6 +104,12 @@ DEVMAP_INLINE float keep_if(bool take, float gr) {
   return std::bit_cast<float>(std::bit_cast<uint32_t>(gr) & (0u - static_cast<uint32_t>(take)));
 }
 
+// Whether an element keeps its gradient through the relu before the pool:
+// always without one, else where it is above zero.
+DEVMAP_INLINE bool kept(bool relu, float v) {
+  return !relu | (v > 0.0f);
+}
+
 DEVMAP_INLINE float pick(float v, float m) {
   return replaces(v, m) ? v : m;
 }
@@ -129,9 +135,10 @@ void forward_2x2_baseline(const PoolGeometry& g, const float* in, float* out) {
 }
 
 // One plane of dx: dy goes to the first element of each window that matches
-// its maximum m, every other element (and rows/columns no window covers) gets 0.
+// its maximum m, every other element (and rows/columns no window covers) gets
+// 0; with `relu`, so does every element not above zero (the relu's backward).
 DEVMAP_INLINE void backward_2x2_body(const PoolGeometry& g, const float* in, const float* m, const float* d_out,
-                                     float* d_in) {
+                                     float* d_in, bool relu) {
   for (int64_t oh = 0; oh < g.out_h; ++oh) {
     const float* r0 = in + 2 * oh * g.width;
     const float* r1 = r0 + g.width;
@@ -145,21 +152,22 @@ DEVMAP_INLINE void backward_2x2_body(const PoolGeometry& g, const float* in, con
       const bool mb = !ma & matches(r0[2 * ow + 1], mx);
       const bool mc = !(ma | mb) & matches(r1[2 * ow], mx);
       const bool md = !(ma | mb | mc);
-      d0[2 * ow] = keep_if(ma, gr);
-      d0[2 * ow + 1] = keep_if(mb, gr);
-      d1[2 * ow] = keep_if(mc, gr);
-      d1[2 * ow + 1] = keep_if(md, gr);
+      d0[2 * ow] = keep_if(ma & kept(relu, r0[2 * ow]), gr);
+      d0[2 * ow + 1] = keep_if(mb & kept(relu, r0[2 * ow + 1]), gr);
+      d1[2 * ow] = keep_if(mc & kept(relu, r1[2 * ow]), gr);
+      d1[2 * ow + 1] = keep_if(md & kept(relu, r1[2 * ow + 1]), gr);
     }
     for (int64_t w = 2 * g.out_w; w < g.width; ++w) d0[w] = d1[w] = 0.0f;  // odd width
   }
   for (int64_t h = 2 * g.out_h; h < g.height; ++h) std::fill(d_in + h * g.width, d_in + (h + 1) * g.width, 0.0f);
 }
 DEVMAP_TARGET_AVX2 void backward_2x2_avx2(const PoolGeometry& g, const float* in, const float* m, const float* d_out,
-                                          float* d_in) {
-  backward_2x2_body(g, in, m, d_out, d_in);
+                                          float* d_in, bool relu) {
+  backward_2x2_body(g, in, m, d_out, d_in, relu);
 }
-void backward_2x2_baseline(const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in) {
-  backward_2x2_body(g, in, m, d_out, d_in);
+void backward_2x2_baseline(const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in,
+                           bool relu) {
+  backward_2x2_body(g, in, m, d_out, d_in, relu);
 }
 
 // The 2x2 loops per path: the AVX-512 path runs max_pool2x2_avx512.h's
@@ -175,13 +183,13 @@ void forward_2x2(const PoolGeometry& g, const float* in, float* out) {
   if (path == CpuPath::kBaseline) return forward_2x2_baseline(g, in, out);
   forward_2x2_avx2(g, in, out);
 }
-void backward_2x2(const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in) {
+void backward_2x2(const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in, bool relu) {
   const CpuPath path = active_cpu_path();
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (path == CpuPath::kAvx512) return max_pool2x2_backward_avx512(plane_2x2(g), in, m, d_out, d_in);
+  if (path == CpuPath::kAvx512) return max_pool2x2_backward_avx512(plane_2x2(g), in, m, d_out, d_in, relu);
 #endif
-  if (path == CpuPath::kBaseline) return backward_2x2_baseline(g, in, m, d_out, d_in);
-  backward_2x2_avx2(g, in, m, d_out, d_in);
+  if (path == CpuPath::kBaseline) return backward_2x2_baseline(g, in, m, d_out, d_in, relu);
+  backward_2x2_avx2(g, in, m, d_out, d_in, relu);
 }
 
 }  // namespace
@@ -218,10 +226,12 @@ void MaxPool2dKernel::backward(const BackwardArgs& args) {
   const float* dy = args.d_output.data;
   const float* y = args.output.data;  // optional: recomputed when null
   assert(x != nullptr && "max_pool2d keeps its input for backward");
+  const bool relu = args.relu_input_gradient;
   if (is_2x2(g) && y != nullptr) {
     parallel_for(args.ctx.pool, g.planes, [&](int64_t begin, int64_t end) {
       for (int64_t pl = begin; pl < end; ++pl)
-        backward_2x2(g, x + pl * g.in_plane(), y + pl * g.out_plane(), dy + pl * g.out_plane(), dx + pl * g.in_plane());
+        backward_2x2(g, x + pl * g.in_plane(), y + pl * g.out_plane(), dy + pl * g.out_plane(), dx + pl * g.in_plane(),
+                     relu);
     });
     return;
   }
@@ -247,6 +257,8 @@ void MaxPool2dKernel::backward(const BackwardArgs& args) {
           for (int64_t j = 0; j < c1 - c0; ++j) d_in[index[j]] += d_out[oh * g.out_w + c0 + j];
         }
       }
+      if (relu)  // the relu's backward, once the windows' gradients are summed
+        for (int64_t i = 0; i < g.in_plane(); ++i) d_in[i] = in[i] > 0.0f ? d_in[i] : 0.0f;
     }
   });
 }

@@ -19,11 +19,14 @@ namespace devmap::cpu {
 // kernel 2, stride 2, padding 0 (non-overlapping windows) has its own loops:
 // one pass per plane forward, and backward (when the output is passed) one
 // write of every dx element, with the same results as the general code.
+// With BackwardArgs::relu_input_gradient (the relu before the pool fused
+// into its backward), dx is also +0.0 wherever x is not above zero.
 class MaxPool2dKernel final : public OpKernel {
  public:
   void forward(const ForwardArgs& args) override;
   void backward(const BackwardArgs& args) override;
   std::string implementation(const Node& node) const override;
+  bool fuses_relu_gradient() const override { return true; }
 };
 
 }  // namespace devmap::cpu

@@ -59,6 +59,12 @@ DEVMAP_TARGET_AVX512 DEVMAP_INLINE __mmask16 matches(__m512 v, __m512 m) {
   return _mm512_cmp_ps_mask(v, m, _CMP_EQ_OQ) | (is_nan(v) & is_nan(m));
 }
 
+// All lanes without the relu before the pool, else those above zero (the
+// relu's backward).
+DEVMAP_TARGET_AVX512 DEVMAP_INLINE __mmask16 kept(bool relu, __m512 v) {
+  return relu ? _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ) : static_cast<__mmask16>(0xffff);
+}
+
 }  // namespace
 
 DEVMAP_TARGET_AVX512 void max_pool2x2_forward_avx512(const Plane2x2& g, const float* in, float* out) {
@@ -75,7 +81,7 @@ DEVMAP_TARGET_AVX512 void max_pool2x2_forward_avx512(const Plane2x2& g, const fl
 }
 
 DEVMAP_TARGET_AVX512 void max_pool2x2_backward_avx512(const Plane2x2& g, const float* in, const float* m,
-                                                      const float* d_out, float* d_in) {
+                                                      const float* d_out, float* d_in, bool relu) {
   for (int64_t oh = 0; oh < g.out_h; ++oh) {
     const float* r0 = in + 2 * oh * g.width;
     const float* r1 = r0 + g.width;
@@ -90,8 +96,10 @@ DEVMAP_TARGET_AVX512 void max_pool2x2_backward_avx512(const Plane2x2& g, const f
       const __mmask16 b = ~a & matches(top.right, mx);
       const __mmask16 c = ~(a | b) & matches(bottom.left, mx);
       const __mmask16 d = ~(a | b | c);
-      store_columns(d0 + 2 * ow, n, _mm512_maskz_mov_ps(a, gr), _mm512_maskz_mov_ps(b, gr));
-      store_columns(d1 + 2 * ow, n, _mm512_maskz_mov_ps(c, gr), _mm512_maskz_mov_ps(d, gr));
+      store_columns(d0 + 2 * ow, n, _mm512_maskz_mov_ps(a & kept(relu, top.left), gr),
+                    _mm512_maskz_mov_ps(b & kept(relu, top.right), gr));
+      store_columns(d1 + 2 * ow, n, _mm512_maskz_mov_ps(c & kept(relu, bottom.left), gr),
+                    _mm512_maskz_mov_ps(d & kept(relu, bottom.right), gr));
     }
     for (int64_t w = 2 * g.out_w; w < g.width; ++w) d0[w] = d1[w] = 0.0f;  // odd width
   }

@@ -24,8 +24,10 @@ void max_pool2x2_forward_avx512(const Plane2x2& g, const float* in, float* out);
 
 // d_in (overwritten): each window's d_out at the first element matching its
 // maximum m (equal, or both NaN), +0.0 at its other elements and at the
-// rows and columns no window covers.
-void max_pool2x2_backward_avx512(const Plane2x2& g, const float* in, const float* m, const float* d_out, float* d_in);
+// rows and columns no window covers; with `relu`, +0.0 also wherever `in`
+// is not above zero (BackwardArgs::relu_input_gradient).
+void max_pool2x2_backward_avx512(const Plane2x2& g, const float* in, const float* m, const float* d_out, float* d_in,
+                                 bool relu);
 #endif
 
 }  // namespace devmap::cpu

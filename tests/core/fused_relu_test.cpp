@@ -36,6 +36,9 @@ struct Device {
   std::vector<FusedRelu> fused(bool host = true) const {
     return fused_relus(FusedReluInputs{&g, &p.forward, &edge_of, &external, host});
   }
+  std::vector<FusedReluGradient> fused_gradients(bool host = true) const {
+    return fused_relu_gradients(FusedReluGradientInputs{&g, &p.backward, &edge_of, host});
+  }
 };
 
 TEST(FusedRelu, TheReferenceModelsConvolutionsTakeTheirRelus) {
@@ -85,6 +88,59 @@ TEST(FusedRelu, NotWhereAnythingElseReadsTheConvolutionOrATensorLeaves) {
     e.external[static_cast<size_t>(e.g.find(leaves))] = true;  // the coordinator reads it
     ASSERT_EQ(e.fused().size(), 1u) << leaves;
     EXPECT_EQ(e.fused()[0].producer, e.g.find("conv2")) << leaves;
+  }
+}
+
+// The reference model's pools run their relus' backward: relu1 and relu2
+// feed pool1 and pool2 alone, so each pool's backward writes the relu's
+// output gradient and the relu's backward alone reads it.
+TEST(FusedReluGradient, TheReferenceModelsPoolsTakeTheirRelusGradients) {
+  Device d(reference_cnn());
+  const std::vector<FusedReluGradient> f = d.fused_gradients();
+  ASSERT_EQ(f.size(), 2u);
+  const std::pair<const char*, const char*> expected[] = {{"relu2", "pool2"}, {"relu1", "pool1"}};  // backward order
+  for (size_t k = 0; k < f.size(); ++k) {
+    EXPECT_EQ(f[k].relu, d.g.find(expected[k].first)) << k;
+    EXPECT_EQ(f[k].consumer, d.g.find(expected[k].second)) << k;
+    EXPECT_EQ(f[k].output_grad, d.p.grad_of[static_cast<size_t>(f[k].relu)]) << k;
+    const int conv = d.g.node(f[k].relu).inputs[0];
+    EXPECT_EQ(f[k].input_grad, d.p.grad_of[static_cast<size_t>(conv)]) << k;
+  }
+  EXPECT_TRUE(d.fused_gradients(/*host=*/false).empty());
+  // No relu of the residual blocks feeds a max_pool2d.
+  EXPECT_TRUE(Device(residual_blocks()).fused_gradients().empty());
+}
+
+TEST(FusedReluGradient, NotWhereTheRelusOutputHasAnotherGradientOrATensorLeaves) {
+  {
+    // relu1 feeds a max_pool2d and an avg_pool2d: its output's gradient is
+    // the sum of theirs, which the max_pool2d's backward cannot write alone.
+    Graph g;
+    Attrs conv = with("filters", int64_t{4});
+    conv.set("kernel", int64_t{3});
+    conv.set("padding", int64_t{1});
+    g.add(make("image", "input", {}, with("shape", std::vector<int64_t>{1, 8, 8})));
+    g.add(make("label", "labels", {}, with("classes", int64_t{10})));
+    g.add(make("conv1", "conv2d", {0}, conv));
+    g.add(make("relu1", "relu", {2}));
+    g.add(make("pool1", "max_pool2d", {3}));
+    g.add(make("average", "avg_pool2d", {3}));
+    g.add(make("sum", "add", {4, 5}));
+    g.add(make("flat", "flatten", {6}));
+    g.add(make("logits", "dense", {7}, with("units", int64_t{10})));
+    g.add(make("loss", "softmax_cross_entropy", {8, 1}));
+    g.infer();
+    EXPECT_TRUE(Device(std::move(g)).fused_gradients().empty());
+  }
+  for (const char* leaves : {"conv1", "relu1"}) {
+    Device d(reference_cnn());
+    const auto gradient_of = [&](const char* node) {
+      return static_cast<size_t>(d.p.grad_of[static_cast<size_t>(d.g.find(node))]);
+    };
+    d.edge_of[gradient_of(leaves)] = 0;  // the gradient crosses to another device
+    const std::vector<FusedReluGradient> f = d.fused_gradients();
+    ASSERT_EQ(f.size(), 1u) << leaves;
+    EXPECT_EQ(f[0].relu, d.g.find("relu2")) << leaves;
   }
 }
 

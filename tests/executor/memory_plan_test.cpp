@@ -199,8 +199,10 @@ TEST(StagedExecutor, SameBitsAsInPlace) {
 }
 
 // On the CPU the reference model's relu1 and relu2 are fused into conv1 and
-// conv2 (core/plan/fused_relu.h): their outputs are the convolutions' buffers,
-// and training steps and the relus' outputs keep the bits of the unfused ops.
+// conv2, and their backward into pool1's and pool2's (core/plan/fused_relu.h):
+// their outputs are the convolutions' buffers, their output gradients the
+// convolutions' output gradients, and training steps and the relus' outputs
+// keep the bits of the unfused ops.
 TEST(FusedRelu, TheCpuFusesTheConvolutionsRelusWithTheSameBits) {
   Graph g = reference_cnn();
   for (int i = 0; i < g.size(); ++i) g.node(i).device = "cpu:0";
@@ -225,17 +227,25 @@ TEST(FusedRelu, TheCpuFusesTheConvolutionsRelusWithTheSameBits) {
   EXPECT_EQ(fused.fused_relus()[0].relu, g.find("relu1"));
   EXPECT_EQ(fused.fused_relus()[1].relu, g.find("relu2"));
   EXPECT_TRUE(plain.fused_relus().empty());
-  // The relus' buffers are gone from the tensor arena's list.
+  // The pools run the relus' backward (their gradients fused, too).
+  ASSERT_EQ(fused.fused_relu_gradients().size(), 2u);
+  EXPECT_EQ(fused.fused_relu_gradients()[0].consumer, g.find("pool2"));
+  EXPECT_EQ(fused.fused_relu_gradients()[1].consumer, g.find("pool1"));
+  EXPECT_TRUE(plain.fused_relu_gradients().empty());
+  // The relus' buffers (and their output gradients') are gone from the tensor arena's list.
   std::vector<bool> uses(static_cast<size_t>(p.tensor_count()), true), external(static_cast<size_t>(g.size()), false);
   for (int n : inputs_of(g)) external[static_cast<size_t>(n)] = true;
   const std::vector<int> edge_of(static_cast<size_t>(p.tensor_count()), -1);
-  auto unshared = [&](const std::vector<FusedRelu>* f) {
-    return tensor_arena(TensorAllocationInputs{&g, &p, &uses, &edge_of, &external, true, f, &p.forward, &p.backward}, 8)
+  auto unshared = [&](const std::vector<FusedRelu>* f, const std::vector<FusedReluGradient>* fg) {
+    return tensor_arena(
+               TensorAllocationInputs{&g, &p, &uses, &edge_of, &external, true, f, &p.forward, &p.backward, fg}, 8)
         .unshared;
   };
-  EXPECT_EQ(
-      unshared(nullptr) - unshared(&fused.fused_relus()),
-      static_cast<uint64_t>(g.node(g.find("relu1")).activation_bytes(8) + g.node(g.find("relu2")).activation_bytes(8)));
+  const auto relus =
+      static_cast<uint64_t>(g.node(g.find("relu1")).activation_bytes(8) + g.node(g.find("relu2")).activation_bytes(8));
+  EXPECT_EQ(unshared(nullptr, nullptr) - unshared(&fused.fused_relus(), nullptr), relus);
+  EXPECT_EQ(unshared(&fused.fused_relus(), nullptr) - unshared(&fused.fused_relus(), &fused.fused_relu_gradients()),
+            relus);
   EXPECT_LE(fused_memory.in_use_bytes(), plain_memory.in_use_bytes());
   for (int64_t step = 0; step < 2; ++step) {
     const StepInfo info{step, 0, 8, true};

@@ -155,6 +155,34 @@ TEST_P(MaxPool2d, GradientsWideRows) {
   expect_gradients(h, 25);
 }
 
+// With the relu before it fused into its backward (relu_input_gradient),
+// the pool's input gradient has the bits of the relu kernel's backward run on
+// the unfused pool's: for the 2x2 loops (odd sizes too) and the general ones
+// (overlapping windows, whose sums the relu masks afterwards), on inputs
+// that are a relu's output (zeros, ties of zeros, and a NaN).
+TEST_P(MaxPool2d, FusedReluGradientIsTheRelusBackward) {
+  for (const Node& node : {pool_node({3, 14, 14}, 2, 0, 0), pool_node({2, 7, 9}, 2, 0, 0),
+                           pool_node({2, 9, 8}, 3, 2, 1), pool_node({2, 6, 6}, 2, 1, 0)}) {
+    OpHarness fused(node, 2), plain(node, 2);
+    fused.relu_input_gradient = true;
+    for (OpHarness* h : {&fused, &plain}) {
+      fill_uniform(span_of(h->inputs[0]), 1, -1, 1);
+      float* x = h->inputs[0].data();
+      for (int64_t i = 0; i < h->inputs[0].size(); ++i) x[i] = std::max(x[i], 0.0f);  // a relu's output
+      x[7] = std::nanf("");
+      fill_uniform(span_of(h->d_output), 2, -1, 1);
+      h->forward();
+      h->backward();
+    }
+    OpHarness relu(make_node("relu", "r", {node.input_shapes[0]}, {}), 2);
+    std::copy(plain.inputs[0].data(), plain.inputs[0].data() + plain.inputs[0].size(), relu.output.data());
+    std::copy(plain.d_inputs[0].data(), plain.d_inputs[0].data() + plain.d_inputs[0].size(), relu.d_output.data());
+    relu.backward();
+    EXPECT_TRUE(same_bits(fused.d_inputs[0], relu.d_inputs[0])) << node.input_shapes[0].numel() << " inputs a sample";
+    EXPECT_FALSE(same_bits(fused.d_inputs[0], plain.d_inputs[0])) << "the relu masked nothing";
+  }
+}
+
 TEST_P(MaxPool2d, FlippedGradientsFailTheCheck) {
   OpHarness h(pool_node({2, 7, 6}, 3, 2, 1), 2);
   fill_distinct(h.inputs[0], 4);

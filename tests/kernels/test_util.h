@@ -155,8 +155,8 @@ class OpHarness {
     if (!pass_output_to_backward) y.data = nullptr;
     const int64_t offset = ctx.sample_offset;
     ctx.sample_offset = offset + first;
-    BackwardArgs args{node, in,    par,        y,  batch_rows(d_output.view(output_shape()), first, count),
-                      d_in, d_par, accumulate, ctx};
+    BackwardArgs args{node, in,    par,        y,   batch_rows(d_output.view(output_shape()), first, count),
+                      d_in, d_par, accumulate, ctx, relu_input_gradient};
     kernel->backward(args);
     ctx.sample_offset = offset;
   }
@@ -171,6 +171,7 @@ class OpHarness {
   std::vector<bool> want_input_grad;  // default: the schema's input_gets_grad
   bool pass_inputs_to_backward;       // default: the schema's backward_needs_inputs
   bool pass_output_to_backward;       // default: the schema's backward_needs_output
+  bool relu_input_gradient = false;   // BackwardArgs::relu_input_gradient
 };
 
 struct NamedGradCheck {
