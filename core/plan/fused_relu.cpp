@@ -42,10 +42,6 @@ std::vector<FusedRelu> fused_relus(const FusedReluInputs& in) {
   return out;
 }
 
-}  // namespace devmap
-
-namespace devmap {
-
 std::vector<FusedReluGradient> fused_relu_gradients(const FusedReluGradientInputs& in) {
   assert(in.graph && in.backward && in.edge_of);
   std::vector<FusedReluGradient> out;

@@ -42,9 +42,9 @@ std::vector<FusedRelu> fused_relus(const FusedReluInputs& in);
 // Which relus a device fuses into the backward pass of the op after them.
 // A relu's gradient is fused where an op of kReluGradientFusingOps (whose
 // backward reads its input, the relu's output) reads the relu's output, on
-// a device whose memory the CPU addresses, that op's backward alone
-// writing the relu output's gradient and the relu's backward alone reading
-// it, with no tensor involved crossing devices and neither op recomputed. Then that
+// a device whose memory the CPU addresses, that op's backward alone writing
+// the relu output's gradient and the relu's backward alone reading it, with
+// no tensor involved crossing devices and neither op recomputed. Then that
 // backward writes the relu's input gradient itself, zero where its input
 // (the relu's output) is not above zero (BackwardArgs::relu_input_gradient),
 // into the relu input gradient's buffer; the relu output's gradient has no
@@ -56,8 +56,8 @@ inline constexpr std::string_view kReluGradientFusingOps[] = {"max_pool2d"};
 struct FusedReluGradient {
   int relu = -1;         // node of the relu
   int consumer = -1;     // node of the max_pool2d after it
-  int output_grad = -1;  // tensor: the relu output's gradient, which the consumer no longer writes
-  int input_grad = -1;   // tensor: the relu input's gradient (or its part of a sum), which it writes
+  int output_grad = -1;  // tensor: the relu output's gradient, which has input_grad's buffer
+  int input_grad = -1;   // tensor: the relu input's gradient (or its part of a sum), which the consumer writes
 };
 
 struct FusedReluGradientInputs {
