@@ -43,14 +43,6 @@ void for_blocks(ThreadPool* pool, const Blocks& b, const Fn& fn) {
   });
 }
 
-// The forward runs in dense_gemm_forward while a library GEMM would have at
-// most this many rows (a gradient chunk's, or the whole batch's): with few
-// rows the library's packing of the weight costs as much as its arithmetic,
-// with many the library is faster (the CNN's fc1 on the Zen 4, one thread,
-// GFLOP/s own / OpenBLAS: 32 rows 102 / 75, 64 rows 90 / 71, 1000 rows 91 /
-// 99).
-constexpr int64_t kOwnForwardMaxRows = 64;
-
 // Whether the forward's own GEMM runs here at all: on its path, and unless
 // DEVMAP_GEMM (or a test) forces a library for every GEMM.
 bool own_forward_runs() {
@@ -62,7 +54,7 @@ bool own_forward_runs() {
 std::string DenseKernel::implementation(const Node& /*node*/) const {
   if (!own_forward_runs()) return gemm_kernel_name();
   // Within the profile's 48 characters: "dense/avx512, >64 rows openblas:Cooperlake".
-  return path_kernel_name("dense") + ", >" + std::to_string(kOwnForwardMaxRows) + " rows " + gemm_kernel_name();
+  return path_kernel_name("dense") + ", >" + std::to_string(kDenseOwnForwardMaxRows) + " rows " + gemm_kernel_name();
 }
 
 std::string DenseKernel::backward_implementation(const Node& /*node*/) const {
@@ -83,7 +75,7 @@ void DenseKernel::forward(const ForwardArgs& args) {
   const Blocks blocks = blocks_of(units, 2.0 * static_cast<double>(chunk_rows * in * units));
   // Rows [first, first + rows) in one call of the kernel's own GEMM, whose
   // rows' bits do not depend on the rows beside them, or a library's.
-  const auto own = [&](int64_t rows) { return own_forward_runs() && rows <= kOwnForwardMaxRows; };
+  const auto own = [&](int64_t rows) { return own_forward_runs() && rows <= kDenseOwnForwardMaxRows; };
   const auto rows_in_own = [&](int64_t first, int64_t rows) {
     const DenseOperands o{rows, in, units, x + first * in, w};
     for_blocks(args.ctx.pool, blocks, [&](int64_t u0, int64_t u1) {

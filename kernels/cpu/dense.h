@@ -4,11 +4,20 @@
 // kDenseGradient); split into column blocks that run on the pool.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "core/exec/kernel.h"
 
 namespace devmap::cpu {
+
+// The forward runs in dense_gemm_forward while a library GEMM would have at
+// most this many rows (a gradient chunk's, or the whole batch's): with few
+// rows the library's packing of the weight costs as much as its arithmetic,
+// with many the library is faster (the CNN's fc1 on the Zen 4, one thread,
+// GFLOP/s own / OpenBLAS: 32 rows 102 / 75, 64 rows 90 / 71, 1000 rows 91 /
+// 99).
+inline constexpr int64_t kDenseOwnForwardMaxRows = 64;
 
 // x [N, in], W [units, in], b [units], y [N, units].
 // Forward:  y = x W^T + b (dense_gemm_forward adds b last; for sgemm, b is

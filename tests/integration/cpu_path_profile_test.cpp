@@ -11,6 +11,7 @@
 
 #include "core/exec/cpu_path.h"
 #include "core/exec/gemm_library.h"
+#include "kernels/cpu/dense.h"
 #include "tests/support/metrics.h"
 #include "tests/support/run_process.h"
 
@@ -99,11 +100,12 @@ TEST_P(CpuPathProfile, NamesTheKernelAndTheMeasuredPeak) {
     }
     if (op == "fc1") {
       fc1 = true;
-      // The forward's own GEMM runs on the AVX-512 path up to 64 rows a call
-      // (kernels/cpu/dense_gemm.h) unless DEVMAP_GEMM forces a library, a
-      // library's past them and elsewhere.
+      // The forward's own GEMM runs on the AVX-512 path up to
+      // kDenseOwnForwardMaxRows rows a call (kernels/cpu/dense_gemm.h) unless
+      // DEVMAP_GEMM forces a library, a library's past them and elsewhere.
       const bool own = GetParam() == CpuPath::kAvx512 && !gemm_library_from_environment();
-      const std::string forward = own ? "dense/avx512, >64 rows " + gemm : gemm;
+      const std::string forward =
+          own ? "dense/avx512, >" + std::to_string(cpu::kDenseOwnForwardMaxRows) + " rows " + gemm : gemm;
       EXPECT_EQ(kernel, json_field(line, "direction") == "forward" ? forward : onednn) << line;
     }
     EXPECT_FALSE(op == "relu2" && json_field(line, "direction") == "forward")
