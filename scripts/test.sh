@@ -17,8 +17,8 @@
 # With --sanitizers, or CI=true, two more stages follow the suite:
 #   asan  the suite again under AddressSanitizer + UBSan (preset asan),
 #         leaving out the tests labelled slow (long training) and python
-#   tsan  the transport tests under ThreadSanitizer (preset tsan), with
-#         tests/tsan.supp for libzmq's internals
+#   tsan  the transport tests and the thread pool's under ThreadSanitizer
+#         (preset tsan), with tests/tsan.supp for libzmq's internals
 # docs/TESTING.md describes the labels and stages.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -78,10 +78,12 @@ if [[ $sanitizers -eq 1 ]]; then
   check_segments "asan"
 
   stage "build (tsan)"
-  dir=$("$root/scripts/build.sh" tsan transport_tests)
+  dir=$("$root/scripts/build.sh" tsan transport_tests core_tests)
   stage "test (tsan)"
   (cd "$dir" && TSAN_OPTIONS="suppressions=$root/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1" \
     ctest --output-on-failure --timeout 180 -j "$jobs" -L transport "${args[@]}")
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" "$dir/bin/core_tests" --gtest_filter='ThreadPool.*' \
+    --gtest_repeat=20 --gtest_brief=1
   check_segments "tsan"
 fi
 stage ""

@@ -41,7 +41,7 @@ bool spin_until(const Done& done) {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) : size_(std::max(threads, 1)) {
-  for (int i = 1; i < size_; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < size_; ++i) threads_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -54,53 +54,70 @@ ThreadPool::~ThreadPool() {
   for (auto& t : threads_) t.join();
 }
 
+void ThreadPool::run_chunks(uint64_t generation) {
+  uint64_t word = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    if (word >> 32 != (generation & 0xffffffffu)) return;  // the loop has ended
+    const int chunks = static_cast<int>(word >> 16 & 0xffffu), next = static_cast<int>(word & 0xffffu);
+    if (next >= chunks) return;
+    if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    Loop& loop = loops_[generation & 1];
+    auto [b, e] = chunk(loop.n, chunks, next);
+    (*loop.fn)(b, e);
+    if (loop.done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_cv_.notify_one();
+    }
+    word = claim_.load(std::memory_order_acquire);
+  }
+}
+
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  int parts = static_cast<int>(std::min<int64_t>(size_, n));
-  if (parts == 1) {
+  if (size_ == 1 || n == 1) {
     fn(0, n);
     return;
   }
+  const int chunks = static_cast<int>(std::min<int64_t>(int64_t{size_} * kChunksPerThread, n));
+  uint64_t generation;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    assert(fn_ == nullptr && "parallel_for is not reentrant");
-    fn_ = &fn;
-    n_ = n;
-    pending_.store(size_ - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    assert(!in_loop_ && "parallel_for is not reentrant");
+    in_loop_ = true;
+    generation = generation_.load(std::memory_order_relaxed) + 1;
+    Loop& loop = loops_[generation & 1];
+    loop.fn = &fn;
+    loop.n = n;
+    loop.done.store(0, std::memory_order_relaxed);
+    claim_.store(claim_word(generation & 0xffffffffu, chunks), std::memory_order_release);
+    generation_.store(generation, std::memory_order_release);
   }
   work_cv_.notify_all();
-  auto [b, e] = chunk(n, parts, 0);
-  fn(b, e);
-  spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; });
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_.load(std::memory_order_relaxed) == 0; });
-  fn_ = nullptr;
+  run_chunks(generation);
+  Loop& loop = loops_[generation & 1];
+  const auto all_done = [&] { return loop.done.load(std::memory_order_acquire) == chunks; };
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (!spin_until(all_done)) {
+    lock.lock();
+    done_cv_.wait(lock, all_done);
+  } else {
+    lock.lock();
+  }
+  loop.fn = nullptr;
+  in_loop_ = false;
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* fn;
-    int64_t n;
     spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
       seen = generation_.load(std::memory_order_relaxed);
-      fn = fn_;
-      n = n_;
     }
-    int parts = static_cast<int>(std::min<int64_t>(size_, n));
-    if (index < parts) {
-      auto [b, e] = chunk(n, parts, index);
-      (*fn)(b, e);
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (pending_.fetch_sub(1, std::memory_order_release) == 1) done_cv_.notify_one();
-    }
+    run_chunks(seen);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -24,22 +25,73 @@ TEST(ThreadPool, CoversTheRangeOnceWithDisjointChunks) {
   }
 }
 
+// kChunksPerThread chunks a thread, their sizes differing by at most one,
+// the same on every call whichever thread takes which.
 TEST(ThreadPool, ChunksDependOnlyOnSizeAndPoolSize) {
   ThreadPool pool(3);
-  auto chunks = [&] {
-    std::vector<std::pair<int64_t, int64_t>> c(3, {-1, -1});
-    std::atomic<int> k{0};
+  auto chunks = [&](int64_t n) {
+    std::vector<std::pair<int64_t, int64_t>> c;
     std::mutex mu;
-    pool.parallel_for(10, [&](int64_t b, int64_t e) {
+    pool.parallel_for(n, [&](int64_t b, int64_t e) {
       std::lock_guard<std::mutex> lock(mu);
-      c[static_cast<size_t>(k++)] = {b, e};
+      c.emplace_back(b, e);
     });
     std::sort(c.begin(), c.end());
     return c;
   };
-  auto first = chunks();
-  EXPECT_EQ(first, chunks());
-  EXPECT_EQ(first, (std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {4, 7}, {7, 10}}));
+  static_assert(ThreadPool::kChunksPerThread == 4, "the expected chunks below are 3 threads x 4");
+  const auto first = chunks(27);
+  EXPECT_EQ(first, chunks(27));
+  EXPECT_EQ(first, (std::vector<std::pair<int64_t, int64_t>>{{0, 3},
+                                                             {3, 6},
+                                                             {6, 9},
+                                                             {9, 11},
+                                                             {11, 13},
+                                                             {13, 15},
+                                                             {15, 17},
+                                                             {17, 19},
+                                                             {19, 21},
+                                                             {21, 23},
+                                                             {23, 25},
+                                                             {25, 27}}));
+  // Fewer indices than chunks: one index each.
+  EXPECT_EQ(chunks(5), (std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}}));
+}
+
+// Whether ready() held within 10 s (a thread not run for that long fails the test).
+template <class Ready>
+bool within_ten_seconds(const Ready& ready) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// A thread held up inside a chunk (as by a core busy with another process)
+// leaves the loop's other chunks to the rest: here the pool thread's first
+// chunk waits until every other chunk is done, which only the caller can
+// do while it waits (and the caller's first chunk waits until the pool
+// thread has a chunk, so that both take part).
+TEST(ThreadPool, AHeldUpThreadLeavesTheOtherChunksToTheRest) {
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::atomic<int>> hits(8);
+  std::atomic<int> done{0};
+  std::atomic<bool> worker_started{false}, caller_started{false}, timed_out{false};
+  pool.parallel_for(8, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+    if (std::this_thread::get_id() != caller) {
+      if (!worker_started.exchange(true) && !within_ten_seconds([&] { return done.load() == 7; })) timed_out = true;
+    } else if (!caller_started.exchange(true) && !within_ten_seconds([&] { return worker_started.load(); })) {
+      timed_out = true;
+    }
+    ++done;
+  });
+  EXPECT_FALSE(timed_out.load()) << "a thread waited for chunks that only it could run";
+  EXPECT_EQ(done.load(), 8);
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
 }
 
 TEST(ThreadPool, SurvivesManyRounds) {
