@@ -78,7 +78,8 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn(0, n);
     return;
   }
-  const int chunks = static_cast<int>(std::min<int64_t>(int64_t{size_} * kChunksPerThread, n));
+  // The claim word holds 16 bits of chunk count (threads are far fewer).
+  const int chunks = static_cast<int>(std::min<int64_t>({int64_t{size_} * kChunksPerThread, n, 0xffff}));
   uint64_t generation;
   {
     std::lock_guard<std::mutex> lock(mu_);
