@@ -123,14 +123,14 @@ void Executor::set_external(int node) {
 
 void Executor::plan_fused_relus() {
   fused_.clear();
-  if (fuse_relus_)
+  fused_gradients_.clear();
+  if (fuse_relus_) {
     for (const FusedRelu& f : devmap::fused_relus(FusedReluInputs{&graph_, &forward_, &edge_of_, &external_, host_}))
       if (kernels_[static_cast<size_t>(f.producer)]->fuses_relu()) fused_.push_back(f);
-  fused_gradients_.clear();
-  if (fuse_relus_)
     for (const FusedReluGradient& f :
          devmap::fused_relu_gradients(FusedReluGradientInputs{&graph_, &backward_, &edge_of_, host_}))
       if (kernels_[static_cast<size_t>(f.consumer)]->fuses_relu_gradient()) fused_gradients_.push_back(f);
+  }
   std::fill(alias_of_.begin(), alias_of_.end(), -1);
   std::fill(relu_into_.begin(), relu_into_.end(), false);
   std::fill(relu_gradient_into_.begin(), relu_gradient_into_.end(), false);

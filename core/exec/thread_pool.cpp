@@ -97,13 +97,9 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   run_chunks(generation);
   Loop& loop = loops_[generation & 1];
   const auto all_done = [&] { return loop.done.load(std::memory_order_acquire) == chunks; };
-  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-  if (!spin_until(all_done)) {
-    lock.lock();
-    done_cv_.wait(lock, all_done);
-  } else {
-    lock.lock();
-  }
+  spin_until(all_done);
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, all_done);  // returns at once when the spin saw it done
   loop.fn = nullptr;
   in_loop_ = false;
 }
