@@ -162,6 +162,19 @@ void BM_Conv1Forward(benchmark::State& state) {
   for (auto _ : state) f.forward();
   report(state, f, 1.0);
 }
+// conv1's backward in training: the weight and bias gradients only (its
+// input is the data, which takes no gradient).
+void BM_Conv1Backward(benchmark::State& state) {
+  OpFixture f("conv2d", Shape{1, 28, 28},
+              {{"filters", int64_t{32}},
+               {"kernel", int64_t{5}},
+               {"padding", int64_t{2}},
+               {"algorithm", std::string(algorithm_arg(state.range(1)))}},
+              kBatch, static_cast<int>(state.range(0)));
+  f.din_views[0].data = nullptr;
+  for (auto _ : state) f.backward();
+  report(state, f, 1.0);
+}
 void BM_Fc1Forward(benchmark::State& state) {
   OpFixture f("dense", Shape{3136}, {{"units", int64_t{1024}}}, kBatch, static_cast<int>(state.range(0)));
   for (auto _ : state) f.forward();
@@ -372,6 +385,7 @@ void whole_model(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_TrainStep)->Apply(whole_model);
 BENCHMARK(BM_Predict)->Apply(whole_model);
 BENCHMARK(BM_Conv1Forward)->ArgsProduct({{1, 2}, {0, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Conv1Backward)->ArgsProduct({{1, 2}, {0, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Conv2Forward)->ArgsProduct({{1, 2}, {0, 1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Conv2Backward)->ArgsProduct({{1, 2}, {0, 1, 2}})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ResnetConvForward)->Apply(resnet_conv_args);

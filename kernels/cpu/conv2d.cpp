@@ -71,6 +71,11 @@ std::string Conv2dKernel::implementation(const Node& node) const {
   return "im2col+" + gemm_kernel_name();
 }
 
+std::string Conv2dKernel::backward_implementation(const Node& node) const {
+  if (algorithm(node) == ConvAlgorithm::kOneDnn) return OneDnnConv(geometry_of(node)).backward_implementation();
+  return implementation(node);
+}
+
 size_t Conv2dKernel::workspace_bytes(const Node& node, int64_t batch) const {
   return conv_cpu_workspace_bytes(geometry_of(node), algorithm(node), lanes(batch));
 }

@@ -58,6 +58,9 @@ class Conv2dKernel final : public OpKernel {
   // blas.h's gemm_kernel_name()), "onednn:<oneDNN's kernel>" or
   // "im2col+<GEMM library>".
   std::string implementation(const Node& node) const override;
+  // implementation(), with oneDNN's "+dW:direct/<cpu path>" where its
+  // weight gradient is conv2d_direct_weight_gradient.h's.
+  std::string backward_implementation(const Node& node) const override;
   // Every algorithm applies ForwardArgs::relu_output to each group of
   // samples' outputs as it writes them.
   bool fuses_relu() const override { return true; }

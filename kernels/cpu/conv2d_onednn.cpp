@@ -9,6 +9,8 @@
 
 #include "core/base/error.h"
 #include "core/exec/cpu_path.h"
+#include "kernels/cpu/conv2d_direct_weight_gradient.h"
+#include "kernels/cpu/cpu_dispatch.h"
 #include "kernels/cpu/onednn_runtime.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/relu.h"
@@ -185,6 +187,11 @@ std::string OneDnnConv::implementation() const {
   return "onednn:" + std::string(p.fwd_pd.impl_info_str());
 }
 
+std::string OneDnnConv::backward_implementation() const {
+  if (conv_direct_weight_gradient_runs(g_)) return implementation() + "+dW:" + path_kernel_name("direct");
+  return implementation();
+}
+
 void OneDnnConv::forward(ThreadPool* pool, int64_t batch, int64_t lanes, const float* x, const float* w,
                          const float* bias, float* y, float* workspace, bool relu_output) const {
   onednn_single_threaded();
@@ -234,6 +241,8 @@ void OneDnnConv::backward_input(ThreadPool* pool, int64_t batch, int64_t lanes, 
 
 void OneDnnConv::backward_weights(ThreadPool* pool, int64_t batch, int64_t lanes, const float* x, const float* dy,
                                   float* dw, bool accumulate, float* workspace) const {
+  if (conv_direct_weight_gradient_runs(g_))
+    return conv_direct_weight_gradient(pool, DirectWeightGradient{&g_, batch, x, dy, dw, accumulate});
   onednn_single_threaded();
   const int64_t x_sample = g_.channels * g_.in_plane(), y_sample = g_.filters * g_.positions();
   const int64_t n_w = g_.filters * g_.patch();

@@ -20,7 +20,9 @@ namespace devmap::cpu {
 //   dx:       dx = conv_backward_data(dy, W);
 //   dW:       dW_group = conv_backward_weights(x, dy); the lane adds its
 //             groups in order into dW_lane; then dW [+]= dW_0 + dW_1 + ...,
-//             the lanes added in order.
+//             the lanes added in order. Where conv_direct_weight_gradient_runs
+//             (at most 7 input channels, on the AVX2 and AVX-512 paths) dW comes from conv2d_direct_weight_gradient.h
+//             instead: oneDNN's AVX2 kernel pads the channels to 8.
 // oneDNN computes each sample's output and input gradient the same way
 // whatever the group it is in (tests/kernels/conv2d_onednn_test.cpp checks
 // it), and the weight gradient's sums follow the lanes and groups, which
@@ -49,6 +51,9 @@ class OneDnnConv {
 
   // "onednn:jit:avx512_core": oneDNN's name of the forward kernel it runs.
   std::string implementation() const;
+  // The backward's: implementation(), with "+dW:direct/PATH" where the
+  // weight gradient is the direct kernel's.
+  std::string backward_implementation() const;
 
  private:
   ConvGeometry g_;
