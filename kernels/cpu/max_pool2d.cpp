@@ -9,7 +9,7 @@
 
 #include "core/graph/ops/pool_geometry.h"
 #include "kernels/cpu/cpu_dispatch.h"
-#include "kernels/cpu/max_pool2x2_avx512.h"
+#include "kernels/cpu/max_pool2x2_vectors.h"
 #include "kernels/cpu/parallel.h"
 
 namespace devmap::cpu {
@@ -127,9 +127,6 @@ DEVMAP_INLINE void forward_2x2_body(const PoolGeometry& g, const float* in, floa
     for (int64_t ow = 0; ow < g.out_w; ++ow) o[ow] = pick(r1[2 * ow + 1], o[ow]);
   }
 }
-DEVMAP_TARGET_AVX2 void forward_2x2_avx2(const PoolGeometry& g, const float* in, float* out) {
-  forward_2x2_body(g, in, out);
-}
 void forward_2x2_baseline(const PoolGeometry& g, const float* in, float* out) {
   forward_2x2_body(g, in, out);
 }
@@ -161,17 +158,14 @@ DEVMAP_INLINE void backward_2x2_body(const PoolGeometry& g, const float* in, con
   }
   for (int64_t h = 2 * g.out_h; h < g.height; ++h) std::fill(d_in + h * g.width, d_in + (h + 1) * g.width, 0.0f);
 }
-DEVMAP_TARGET_AVX2 void backward_2x2_avx2(const PoolGeometry& g, const float* in, const float* m, const float* d_out,
-                                          float* d_in, bool relu) {
-  backward_2x2_body(g, in, m, d_out, d_in, relu);
-}
 void backward_2x2_baseline(const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in,
                            bool relu) {
   backward_2x2_body(g, in, m, d_out, d_in, relu);
 }
 
-// The 2x2 loops per path: the AVX-512 path runs max_pool2x2_avx512.h's
-// intrinsics (whole rows in masked vectors), the others the bodies above.
+// The 2x2 loops per path: the AVX-512 and AVX2 paths run
+// max_pool2x2_vectors.h's intrinsics (whole rows in masked vectors), the
+// baseline the body above.
 Plane2x2 plane_2x2(const PoolGeometry& g) {
   return Plane2x2{g.height, g.width, g.out_h, g.out_w};
 }
@@ -179,17 +173,17 @@ void forward_2x2(const PoolGeometry& g, const float* in, float* out) {
   const CpuPath path = active_cpu_path();
 #if defined(__x86_64__) && defined(__GNUC__)
   if (path == CpuPath::kAvx512) return max_pool2x2_forward_avx512(plane_2x2(g), in, out);
+  if (path == CpuPath::kAvx2) return max_pool2x2_forward_avx2(plane_2x2(g), in, out);
 #endif
-  if (path == CpuPath::kBaseline) return forward_2x2_baseline(g, in, out);
-  forward_2x2_avx2(g, in, out);
+  forward_2x2_baseline(g, in, out);
 }
 void backward_2x2(const PoolGeometry& g, const float* in, const float* m, const float* d_out, float* d_in, bool relu) {
   const CpuPath path = active_cpu_path();
 #if defined(__x86_64__) && defined(__GNUC__)
   if (path == CpuPath::kAvx512) return max_pool2x2_backward_avx512(plane_2x2(g), in, m, d_out, d_in, relu);
+  if (path == CpuPath::kAvx2) return max_pool2x2_backward_avx2(plane_2x2(g), in, m, d_out, d_in, relu);
 #endif
-  if (path == CpuPath::kBaseline) return backward_2x2_baseline(g, in, m, d_out, d_in, relu);
-  backward_2x2_avx2(g, in, m, d_out, d_in, relu);
+  backward_2x2_baseline(g, in, m, d_out, d_in, relu);
 }
 
 }  // namespace

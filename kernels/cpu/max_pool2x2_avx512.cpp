@@ -2,11 +2,10 @@
 // its 2n inputs of each input row as two masked loads of 16 floats, splits
 // them into the windows' left and right columns with one permute each, and
 // (backward) interleaves the two columns' gradients back the same way.
-#include "kernels/cpu/max_pool2x2_avx512.h"
-
 #include <algorithm>
 
 #include "kernels/cpu/cpu_dispatch.h"
+#include "kernels/cpu/max_pool2x2_vectors.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
