@@ -27,7 +27,7 @@ CpuPath openblas_core_path(std::string_view core) {
 }
 
 GemmLibrary gemm_library_for(GemmUse use, CpuPath path, std::string_view core) {
-  if (use == GemmUse::kDenseGradient || path == CpuPath::kAvx2) return GemmLibrary::kOneDnn;
+  if (use == GemmUse::kDenseGradient) return GemmLibrary::kOneDnn;
   return openblas_core_path(core) == path ? GemmLibrary::kOpenBlas : GemmLibrary::kOneDnn;
 }
 
@@ -38,8 +38,8 @@ std::optional<GemmLibrary> gemm_library_from_environment() {
   for (GemmLibrary l : {GemmLibrary::kOpenBlas, GemmLibrary::kOneDnn})
     if (v == gemm_library_name(l)) return l;
   throw_invalid(std::string(kGemmVariable) + "=" + std::string(v) +
-                " is not a GEMM library: use auto (OpenBLAS where its core runs the avx512 or baseline CPU path, else "
-                "oneDNN), openblas or onednn");
+                " is not a GEMM library: use auto (OpenBLAS where its core runs the CPU path, else oneDNN), openblas "
+                "or onednn");
 }
 
 }  // namespace devmap

@@ -1,15 +1,13 @@
-// Which library runs the CPU kernels' GEMMs. On the AVX-512 and baseline
-// paths OpenBLAS runs them where the core it picked (it follows
-// OPENBLAS_CORETYPE, which is the user's and which devmap never sets)
-// computes on the active CPU path's vector unit; oneDNN's sgemm, capped at
-// that path's instruction set, runs them where it does not (OpenBLAS held to
-// Haswell on an AVX-512 CPU, or DEVMAP_CPU_PATH forcing a path narrower than
-// OpenBLAS's core), and on the AVX2 path. So the GEMMs, too, follow the CPU.
+// Which library runs the CPU kernels' GEMMs. OpenBLAS runs them where the
+// core it picked (it follows OPENBLAS_CORETYPE, which is the user's and which
+// devmap never sets) computes on the active CPU path's vector unit; oneDNN's
+// sgemm, capped at that path's instruction set, runs them where it does not
+// (OpenBLAS held to Haswell on an AVX-512 CPU, or DEVMAP_CPU_PATH forcing a
+// path narrower than OpenBLAS's core). So the GEMMs, too, follow the CPU.
 // The dense layer's gradients (dW = dy^T x, dx = dy W) run in oneDNN
-// wherever: it computes them faster than OpenBLAS on every shape measured.
-// OpenBLAS's AVX-512 cores are the faster for the forward's x W^T and the
-// Winograd convolution's GEMMs; on an AVX2 CPU (Zen 3) oneDNN's avx2 sgemm
-// beat OpenBLAS's Zen core at both (bench/README.md has the figures).
+// wherever: it computes them faster than OpenBLAS on every shape measured,
+// while OpenBLAS is the faster for the forward's x W^T and the Winograd
+// convolution's GEMMs (bench/README.md has the figures).
 // The dense forward with few rows runs devmap's own GEMM on the AVX-512
 // path (kernels/cpu/dense_gemm.h) unless a library is forced.
 // DEVMAP_GEMM=openblas or onednn forces one library for every GEMM. In std only, so that the
@@ -40,8 +38,8 @@ const char* gemm_library_name(GemmLibrary library);
 CpuPath openblas_core_path(std::string_view core);
 
 // The library for a `use` GEMM on `path` when OpenBLAS picked `core`:
-// oneDNN for the dense gradients and on the AVX2 path; else OpenBLAS where
-// openblas_core_path(core) is `path`, oneDNN otherwise.
+// oneDNN for the dense gradients; else OpenBLAS where openblas_core_path(core)
+// is `path`, oneDNN otherwise.
 GemmLibrary gemm_library_for(GemmUse use, CpuPath path, std::string_view core);
 
 // The library DEVMAP_GEMM forces: none when unset, empty or "auto"; an

@@ -43,8 +43,8 @@ TEST(GemmCli, UnknownLibraryExitsTwoBeforeAnyWorker) {
   const ProcessResult r = train(dir, {"DEVMAP_GEMM=mkl"}, {});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.first_err_line(),
-            "DEVMAP_GEMM=mkl is not a GEMM library: use auto (OpenBLAS where its core runs the avx512 or baseline CPU "
-            "path, else oneDNN), openblas or onednn");
+            "DEVMAP_GEMM=mkl is not a GEMM library: use auto (OpenBLAS where its core runs the CPU path, else oneDNN), "
+            "openblas or onednn");
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/m.jsonl"));
 }
 
@@ -71,10 +71,9 @@ TEST_P(CpuPathProfile, NamesTheKernelAndTheMeasuredPeak) {
   if (!cpu_supports(GetParam())) GTEST_SKIP() << "uncovered: this CPU lacks the " << path << " path";
   TempDir dir;
   // The GEMM libraries the worker runs on this path: "gemm G, dense
-  // gradients D; cpu path P". OpenBLAS only where its core runs the avx512
-  // or baseline path (the core follows OPENBLAS_CORETYPE, which tests leave
-  // as they find it), else oneDNN on the path's instruction set; the dense
-  // gradients in oneDNN.
+  // gradients D; cpu path P". OpenBLAS only where its core runs the path
+  // (the core follows OPENBLAS_CORETYPE, which tests leave as they find it),
+  // else oneDNN on the path's instruction set; the dense gradients in oneDNN.
   const ProcessResult describe =
       run_process({DEVMAP_WORKER_CPU_BIN, "--describe"}, dir.path(), {"DEVMAP_CPU_PATH=" + path});
   ASSERT_EQ(describe.exit_code, 0) << describe.err;
@@ -82,7 +81,7 @@ TEST_P(CpuPathProfile, NamesTheKernelAndTheMeasuredPeak) {
   const size_t comma = describe.out.find(", dense gradients ");
   ASSERT_NE(comma, std::string::npos) << describe.out;
   const std::string gemm = describe.out.substr(5, comma - 5);
-  EXPECT_TRUE(gemm == onednn || (GetParam() != CpuPath::kAvx2 && gemm.rfind("openblas:", 0) == 0)) << describe.out;
+  EXPECT_TRUE(gemm == onednn || gemm.rfind("openblas:", 0) == 0) << describe.out;
   EXPECT_EQ(describe.out.substr(comma), ", dense gradients " + onednn + "; cpu path " + path + "\n");
 
   const ProcessResult r = train(dir, {"DEVMAP_CPU_PATH=" + path}, {"--profile"});
