@@ -152,25 +152,23 @@ void resnet_conv_args(benchmark::internal::Benchmark* b) {
   b->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
+OpFixture conv1(const benchmark::State& state) {
+  return OpFixture("conv2d", Shape{1, 28, 28},
+                   {{"filters", int64_t{32}},
+                    {"kernel", int64_t{5}},
+                    {"padding", int64_t{2}},
+                    {"algorithm", std::string(algorithm_arg(state.range(1)))}},
+                   kBatch, static_cast<int>(state.range(0)));
+}
 void BM_Conv1Forward(benchmark::State& state) {
-  OpFixture f("conv2d", Shape{1, 28, 28},
-              {{"filters", int64_t{32}},
-               {"kernel", int64_t{5}},
-               {"padding", int64_t{2}},
-               {"algorithm", std::string(algorithm_arg(state.range(1)))}},
-              kBatch, static_cast<int>(state.range(0)));
+  OpFixture f = conv1(state);
   for (auto _ : state) f.forward();
   report(state, f, 1.0);
 }
 // conv1's backward in training: the weight and bias gradients only (its
 // input is the data, which takes no gradient).
 void BM_Conv1Backward(benchmark::State& state) {
-  OpFixture f("conv2d", Shape{1, 28, 28},
-              {{"filters", int64_t{32}},
-               {"kernel", int64_t{5}},
-               {"padding", int64_t{2}},
-               {"algorithm", std::string(algorithm_arg(state.range(1)))}},
-              kBatch, static_cast<int>(state.range(0)));
+  OpFixture f = conv1(state);
   f.din_views[0].data = nullptr;
   for (auto _ : state) f.backward();
   report(state, f, 1.0);
