@@ -21,19 +21,16 @@ struct Case {
   int64_t batch, channels, height, width, filters, kernel, stride, padding, dilation;
 };
 
+// The conv2d op's own geometry (its output size included) for the case.
 ConvGeometry geometry_of(const Case& c) {
-  ConvGeometry g;
-  g.channels = c.channels;
-  g.height = c.height;
-  g.width = c.width;
-  g.filters = c.filters;
-  g.kernel = c.kernel;
-  g.stride = c.stride;
-  g.padding = c.padding;
-  g.dilation = c.dilation;
-  g.out_h = (c.height + 2 * c.padding - c.dilation * (c.kernel - 1) - 1) / c.stride + 1;
-  g.out_w = (c.width + 2 * c.padding - c.dilation * (c.kernel - 1) - 1) / c.stride + 1;
-  return g;
+  const Node node = make_node("conv2d", "c", {{c.channels, c.height, c.width}},
+                              {{"filters", c.filters},
+                               {"kernel", c.kernel},
+                               {"stride", c.stride},
+                               {"padding", c.padding},
+                               {"dilation", c.dilation},
+                               {"bias", false}});
+  return ConvGeometry::of(node.attrs, node.input_shapes[0], node.out_shape);
 }
 
 struct Operands {
