@@ -52,6 +52,19 @@ TEST(ResnetRecompute, UnderALimitTheStepRecomputesWithTheUnconstrainedBits) {
   EXPECT_LE(std::stoll(json_field(device.back(), "peak_bytes")), int64_t{22} << 20);
 }
 
+// `coordinator plan` of the ResNet with `sets` (and `flags`).
+ProcessResult plan_of(const TempDir& dir, const std::vector<std::string>& sets,
+                      const std::vector<std::string>& flags = {}) {
+  // No calibration file and no worker program to measure the FMA peak: every
+  // cost is the fixed FLOPs estimate, the same on every machine.
+  std::vector<std::string> args = {
+      DEVMAP_COORDINATOR_BIN, "plan", kConfig, "--calibration", dir.path() + "/none.tsv", "--worker-dir",
+      dir.path() + "/none"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  for (const std::string& s : sets) args.insert(args.end(), {"--set", s});
+  return run_process(args, dir.path(), {"TMPDIR=" + dir.path()});
+}
+
 // recompute: always is printed as a pin; on a loss it is an error at the
 // op (exit 2), as an unknown value is; a limit recomputation cannot meet
 // still runs as micro-batches.
@@ -73,25 +86,12 @@ TEST(ResnetRecompute, PinsErrorsAndMicroBatchesBeyondWhatRecomputationSaves) {
                                    dir.path(), {"TMPDIR=" + dir.path()});
   EXPECT_EQ(typo.exit_code, 2) << typo.err;
   EXPECT_NE(typo.err.find("must be one of"), std::string::npos) << typo.err;
-  ProcessResult tight = run_process({DEVMAP_COORDINATOR_BIN, "plan", kConfig, "--set", "train.batch_size=16", "--set",
-                                     "devices.cpu:0.memory_limit=20MiB"},
-                                    dir.path(), {"TMPDIR=" + dir.path()});
+  // Fixed cost estimates: with the measured FMA peak of a fast CPU (two
+  // 512-bit FMA units) the recomputation it then picks meets 20 MiB alone.
+  ProcessResult tight = plan_of(dir, {"train.batch_size=16", "devices.cpu:0.memory_limit=20MiB"});
   ASSERT_EQ(tight.exit_code, 0) << tight.err;
   EXPECT_NE(tight.out.find("cpu:0: recomputes relu1 (with bn1): saves"), std::string::npos) << tight.out;
   EXPECT_NE(tight.out.find("> 20.00 MiB limit; running 2 micro-batches of 8"), std::string::npos) << tight.out;
-}
-
-// `coordinator plan` of the ResNet with `sets` (and `flags`).
-ProcessResult plan_of(const TempDir& dir, const std::vector<std::string>& sets,
-                      const std::vector<std::string>& flags = {}) {
-  // No calibration file and no worker program to measure the FMA peak: every
-  // cost is the fixed FLOPs estimate, the same on every machine.
-  std::vector<std::string> args = {
-      DEVMAP_COORDINATOR_BIN, "plan", kConfig, "--calibration", dir.path() + "/none.tsv", "--worker-dir",
-      dir.path() + "/none"};
-  args.insert(args.end(), flags.begin(), flags.end());
-  for (const std::string& s : sets) args.insert(args.end(), {"--set", s});
-  return run_process(args, dir.path(), {"TMPDIR=" + dir.path()});
 }
 
 // Each device's account: what it keeps across the passes, what sharing by
