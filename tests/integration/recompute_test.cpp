@@ -52,14 +52,13 @@ TEST(ResnetRecompute, UnderALimitTheStepRecomputesWithTheUnconstrainedBits) {
   EXPECT_LE(std::stoll(json_field(device.back(), "peak_bytes")), int64_t{22} << 20);
 }
 
-// `coordinator plan` of the ResNet with `sets` (and `flags`).
+// `coordinator plan` of the ResNet with `sets` (and `flags`), every cost the
+// fixed FLOPs estimate (fixed_cost_options).
 ProcessResult plan_of(const TempDir& dir, const std::vector<std::string>& sets,
                       const std::vector<std::string>& flags = {}) {
-  // No calibration file and no worker program to measure the FMA peak: every
-  // cost is the fixed FLOPs estimate, the same on every machine.
-  std::vector<std::string> args = {
-      DEVMAP_COORDINATOR_BIN, "plan", kConfig, "--calibration", dir.path() + "/none.tsv", "--worker-dir",
-      dir.path() + "/none"};
+  std::vector<std::string> args = {DEVMAP_COORDINATOR_BIN, "plan", kConfig};
+  const std::vector<std::string> fixed = fixed_cost_options(dir.path());
+  args.insert(args.end(), fixed.begin(), fixed.end());
   args.insert(args.end(), flags.begin(), flags.end());
   for (const std::string& s : sets) args.insert(args.end(), {"--set", s});
   return run_process(args, dir.path(), {"TMPDIR=" + dir.path()});

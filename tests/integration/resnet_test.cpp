@@ -166,12 +166,12 @@ TEST(ResnetMicroBatches, EachBatchNormSaysItsStatisticsAreTheMicroBatchsOrRefuse
   EXPECT_NE(plan.out.find("batch_norm l3b2_bn2 computes its statistics"), std::string::npos) << plan.out;
 
   // A memory budget that splits the step says the same. Costs are the fixed
-  // FLOPs estimate (no calibration, no worker to probe the FMA peak): on a
-  // fast CPU the recomputation picked by measured costs meets 20 MiB alone.
-  ProcessResult budget = run_process({DEVMAP_COORDINATOR_BIN, "plan", kConfigs + "fashion_mnist_resnet.yaml",
-                                      "--calibration", dir.path() + "/none.tsv", "--worker-dir", dir.path() + "/none",
-                                      "--set", "train.batch_size=16", "--set", "devices.cpu:0.memory_limit=20MiB"},
-                                     dir.path(), {"TMPDIR=" + dir.path()});
+  // FLOPs estimate: on a fast CPU the recomputation picked by measured costs
+  // meets 20 MiB alone.
+  std::vector<std::string> budget_args = fixed_cost_options(dir.path());
+  budget_args.insert(budget_args.begin(), {DEVMAP_COORDINATOR_BIN, "plan", kConfigs + "fashion_mnist_resnet.yaml"});
+  budget_args.insert(budget_args.end(), {"--set", "train.batch_size=16", "--set", "devices.cpu:0.memory_limit=20MiB"});
+  ProcessResult budget = run_process(budget_args, dir.path(), {"TMPDIR=" + dir.path()});
   ASSERT_EQ(budget.exit_code, 0) << budget.err;
   const size_t at = budget.out.find("batch_norm bn1 computes its statistics over micro-batches of ");
   ASSERT_NE(at, std::string::npos) << budget.out;

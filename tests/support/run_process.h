@@ -164,6 +164,13 @@ class TempDir {
   std::string path_;
 };
 
+// Coordinator options under which every cost is the fixed FLOPs estimate,
+// the same on every machine: a calibration file that does not exist in
+// `dir` and a worker directory without workers (no FMA peak to probe).
+inline std::vector<std::string> fixed_cost_options(const std::string& dir) {
+  return {"--calibration", dir + "/none.tsv", "--worker-dir", dir + "/none"};
+}
+
 // Polls `done` every 5 ms until it holds (true) or `timeout` passes (false).
 inline bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
