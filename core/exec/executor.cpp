@@ -713,6 +713,13 @@ void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContex
     kernel.backward(BackwardArgs{node, inputs, params, out, d_out, d_inputs, d_params, accumulate, ctx, relu});
     return;
   }
+  // A loss's output and its gradient are one value for the batch.
+  const bool reduced = node.schema->batch_reduced();
+  if (kernel.backward_handles_gradient_chunks(node) && !reduced) {
+    kernel.backward(
+        BackwardArgs{node, inputs, params, out, d_out, d_inputs, d_params, accumulate, ctx, relu, gradient_chunk_});
+    return;
+  }
   // Chunks of gradient_chunk_ samples, in order, each adding its whole
   // gradient to what the chunks before it left (core/exec/kernel.h).
   std::vector<TensorView> chunk_inputs(inputs), chunk_d_inputs(d_inputs);
@@ -721,8 +728,6 @@ void Executor::run_kernel_backward(const Instr& ins, int64_t batch, KernelContex
     for (size_t k = 0; k < inputs.size(); ++k) chunk_inputs[k] = batch_rows(inputs[k], first, count);
     for (size_t k = 0; k < d_inputs.size(); ++k) chunk_d_inputs[k] = batch_rows(d_inputs[k], first, count);
     ctx.sample_offset = offset + first;
-    // A loss's output and its gradient are one value for the batch.
-    const bool reduced = node.schema->batch_reduced();
     kernel.backward(BackwardArgs{node, chunk_inputs, params, reduced ? out : batch_rows(out, first, count),
                                  reduced ? d_out : batch_rows(d_out, first, count), chunk_d_inputs, d_params, add, ctx,
                                  relu});

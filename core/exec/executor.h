@@ -164,8 +164,9 @@ class Executor {
   // ops that couple their samples, as batch_norm does, and losses and
   // metrics, which reduce over the batch); each chunk's backward adds its
   // whole gradient to what the chunks before it left. (A kernel whose
-  // forward_handles_gradient_chunks() is true gets the batch in one forward
-  // call and gives each chunk the bits of its own call.) A chunk is then
+  // forward_handles_gradient_chunks() or backward_handles_gradient_chunks()
+  // is true gets the batch in one forward or backward call and gives each
+  // chunk the bits of its own call.) A chunk is then
   // computed by the same calls, of the same shapes, wherever it runs: in
   // the whole batch, in a micro-batch or a replica of a multiple of
   // `samples`. So those give the same bits whatever kernels, blockings or

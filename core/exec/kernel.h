@@ -74,6 +74,14 @@ struct BackwardArgs {
   // kernels whose fuses_relu_gradient() is true (core/plan/fused_relu.h
   // says when).
   bool relu_input_gradient = false;
+  // Positive: the batch is several gradient chunks of this many samples
+  // (the last may hold fewer), given at once to a kernel whose
+  // backward_handles_gradient_chunks() is true, which gives each chunk's
+  // input gradients the bits of one call on it alone and adds the chunks'
+  // parameter gradients in order, each as its own call would (the first
+  // stored unless accumulate). 0: the call is one chunk. ctx.sample_offset
+  // is then the batch's first sample's, for every chunk.
+  int64_t gradient_chunk = 0;
 };
 
 // The gradient chunks of a batch, in order: fn(first, count, add) for
@@ -110,6 +118,10 @@ class OpKernel {
   // call on it: the executor then calls it once per batch, so the kernel
   // may read its weights once instead of once a chunk.
   virtual bool forward_handles_gradient_chunks(const Node& /*node*/) const { return false; }
+  // The same for backward() (BackwardArgs::gradient_chunk): the kernel may
+  // then read its weights, and load and store its parameter gradients, once
+  // a batch instead of once a chunk.
+  virtual bool backward_handles_gradient_chunks(const Node& /*node*/) const { return false; }
 };
 
 // Optimizer hyper-parameters, shared by every device kind.

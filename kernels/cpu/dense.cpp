@@ -6,6 +6,7 @@
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_dispatch.h"
 #include "kernels/cpu/dense_gemm.h"
+#include "kernels/cpu/dense_gradient_gemm.h"
 #include "kernels/cpu/parallel.h"
 
 namespace devmap::cpu {
@@ -43,25 +44,30 @@ void for_blocks(ThreadPool* pool, const Blocks& b, const Fn& fn) {
   });
 }
 
-// Whether the forward's own GEMM runs here at all: on its path, and unless
-// DEVMAP_GEMM (or a test) forces a library for every GEMM.
-bool own_forward_runs() {
+// Whether the kernel's own GEMMs (dense_gemm.h, dense_gradient_gemm.h) run
+// here at all: on their path, and unless DEVMAP_GEMM (or a test) forces a
+// library for every GEMM.
+bool own_gemms_run() {
   return dense_gemm_runs() && !gemm_library_forced();
 }
 
 }  // namespace
 
 std::string DenseKernel::implementation(const Node& /*node*/) const {
-  if (!own_forward_runs()) return gemm_kernel_name();
+  if (!own_gemms_run()) return gemm_kernel_name();
   // Within the profile's 48 characters: "dense/avx512, >64 rows openblas:Cooperlake".
   return path_kernel_name("dense") + ", >" + std::to_string(kDenseOwnForwardMaxRows) + " rows " + gemm_kernel_name();
 }
 
 std::string DenseKernel::backward_implementation(const Node& /*node*/) const {
-  return gemm_kernel_name(GemmUse::kDenseGradient);
+  return own_gemms_run() ? path_kernel_name("dense") : gemm_kernel_name(GemmUse::kDenseGradient);
 }
 
 bool DenseKernel::forward_handles_gradient_chunks(const Node& /*node*/) const {
+  return true;
+}
+
+bool DenseKernel::backward_handles_gradient_chunks(const Node& /*node*/) const {
   return true;
 }
 
@@ -75,7 +81,7 @@ void DenseKernel::forward(const ForwardArgs& args) {
   const Blocks blocks = blocks_of(units, 2.0 * static_cast<double>(chunk_rows * in * units));
   // Rows [first, first + rows) in one call of the kernel's own GEMM, whose
   // rows' bits do not depend on the rows beside them, or a library's.
-  const auto own = [&](int64_t rows) { return own_forward_runs() && rows <= kDenseOwnForwardMaxRows; };
+  const auto own = [&](int64_t rows) { return own_gemms_run() && rows <= kDenseOwnForwardMaxRows; };
   const auto rows_in_own = [&](int64_t first, int64_t rows) {
     const DenseOperands o{rows, in, units, x + first * in, w};
     for_blocks(args.ctx.pool, blocks, [&](int64_t u0, int64_t u1) {
@@ -105,41 +111,82 @@ void DenseKernel::forward(const ForwardArgs& args) {
   });
 }
 
-void DenseKernel::backward(const BackwardArgs& args) {
-  const int64_t batch = args.d_output.shape[0], units = args.d_output.shape[1];
-  const int64_t in = args.node.input_shapes[0][0];
-  const float* dy = args.d_output.data;
-  const GemmLibrary library = gemm_library(GemmUse::kDenseGradient);
+namespace {
 
+// db[u] for u in [u0, u1) (+)= the column sums of dy's `rows` rows,
+// samples added in order, in double, rounded once.
+void bias_gradient(const float* dy, int64_t rows, int64_t units, ColumnRange cols, float* db, bool add) {
+  double sums[kMaxBlockCols];
+  for (int64_t c0 = cols.begin; c0 < cols.end; c0 += kMaxBlockCols) {
+    const int64_t c1 = std::min(cols.end, c0 + kMaxBlockCols);
+    std::fill(sums, sums + (c1 - c0), 0.0);
+    for (int64_t n = 0; n < rows; ++n)
+      for (int64_t u = c0; u < c1; ++u) sums[u - c0] += static_cast<double>(dy[n * units + u]);
+    for (int64_t u = c0; u < c1; ++u)
+      db[u] = add ? db[u] + static_cast<float>(sums[u - c0]) : static_cast<float>(sums[u - c0]);
+  }
+}
+
+// The gradients of one chunk, [first, first + rows), in a library's sgemm:
+// dx[:, i0:i1] = dy W[:, i0:i1], and rows [u0, u1) of dW (+)= dy[:, u0:u1]^T
+// x with the same units of db, in the blocks a call on this chunk alone has.
+void library_backward_chunk(const BackwardArgs& args, int64_t first, int64_t rows, bool add) {
+  const int64_t units = args.d_output.shape[1], in = args.node.input_shapes[0][0];
+  const GemmLibrary library = gemm_library(GemmUse::kDenseGradient);
+  const float* dy = args.d_output.data + first * units;
+  const float* x = args.inputs[0].data + first * in;
+  const float* w = args.params[0].data;
   float* dx = args.d_inputs[0].data;
   float* dw = args.d_params[0].data;
   float* db = args.d_params.size() > 1 ? args.d_params[1].data : nullptr;
-  // dx[:, i0:i1] = dy W[:, i0:i1], rows [u0, u1) of dW (+)= dy[:, u0:u1]^T x,
-  // and the same units of db (the column sums of dy, samples added in
-  // order, in double). The executor calls this once per gradient chunk.
-  const float* x = args.inputs[0].data;
-  const float* w = args.params[0].data;
-  const bool add = args.accumulate;
-  const double flops = 2.0 * static_cast<double>(batch * in * units);
+  const double flops = 2.0 * static_cast<double>(rows * in * units);
   if (dx != nullptr)
     for_blocks(args.ctx.pool, blocks_of(in, flops), [&](int64_t i0, int64_t i1) {
-      sgemm_in(library, false, false, batch, i1 - i0, units, dy, units, w + i0, in, 0.0f, dx + i0, in);
+      sgemm_in(library, false, false, rows, i1 - i0, units, dy, units, w + i0, in, 0.0f, dx + first * in + i0, in);
     });
   if (dw == nullptr && db == nullptr) return;
   for_blocks(args.ctx.pool, blocks_of(units, flops), [&](int64_t u0, int64_t u1) {
     if (dw != nullptr)
-      sgemm_in(library, true, false, u1 - u0, in, batch, dy + u0, units, x, in, add ? 1.0f : 0.0f, dw + u0 * in, in);
-    if (db != nullptr) {
-      double sums[kMaxBlockCols];
-      for (int64_t c0 = u0; c0 < u1; c0 += kMaxBlockCols) {
-        const int64_t c1 = std::min(u1, c0 + kMaxBlockCols);
-        std::fill(sums, sums + (c1 - c0), 0.0);
-        for (int64_t n = 0; n < batch; ++n)
-          for (int64_t u = c0; u < c1; ++u) sums[u - c0] += static_cast<double>(dy[n * units + u]);
-        for (int64_t u = c0; u < c1; ++u)
-          db[u] = add ? db[u] + static_cast<float>(sums[u - c0]) : static_cast<float>(sums[u - c0]);
-      }
-    }
+      sgemm_in(library, true, false, u1 - u0, in, rows, dy + u0, units, x, in, add ? 1.0f : 0.0f, dw + u0 * in, in);
+    if (db != nullptr) bias_gradient(dy, rows, units, {u0, u1}, db, add);
+  });
+}
+
+// Every chunk at once in dense_gradient_gemm.h's GEMMs, whose outputs'
+// bits depend on neither the rows beside them nor the blocks.
+void own_backward(const BackwardArgs& args) {
+  const int64_t batch = args.d_output.shape[0], units = args.d_output.shape[1];
+  const int64_t in = args.node.input_shapes[0][0];
+  const DenseGradientOperands o{{batch, in, units, args.inputs[0].data, args.params[0].data}, args.d_output.data};
+  float* dx = args.d_inputs[0].data;
+  float* dw = args.d_params[0].data;
+  float* db = args.d_params.size() > 1 ? args.d_params[1].data : nullptr;
+  const double flops = 2.0 * static_cast<double>(batch * in * units);
+  if (dx != nullptr)
+    for_blocks(args.ctx.pool, blocks_of(in, flops), [&](int64_t i0, int64_t i1) {
+      dense_gemm_input_gradient(o, dx, {i0, i1});
+    });
+  if (dw == nullptr && db == nullptr) return;
+  const GradientChunks chunks{args.gradient_chunk, args.accumulate};
+  for_blocks(args.ctx.pool, blocks_of(units, flops), [&](int64_t u0, int64_t u1) {
+    if (dw != nullptr) dense_gemm_weight_gradient(o, chunks, dw, {u0, u1});
+    if (db != nullptr)
+      for_each_gradient_chunk(batch, args.gradient_chunk, args.accumulate, [&](int64_t first, int64_t rows, bool add) {
+        bias_gradient(o.dy + first * units, rows, units, {u0, u1}, db, add);
+      });
+  });
+}
+
+}  // namespace
+
+void DenseKernel::backward(const BackwardArgs& args) {
+  if (own_gemms_run()) {
+    own_backward(args);
+    return;
+  }
+  const int64_t batch = args.d_output.shape[0];
+  for_each_gradient_chunk(batch, args.gradient_chunk, args.accumulate, [&](int64_t first, int64_t rows, bool add) {
+    library_backward_chunk(args, first, rows, add);
   });
 }
 

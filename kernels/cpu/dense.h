@@ -1,7 +1,8 @@
-// dense (fully connected) on the CPU: the forward in dense_gemm_forward
-// (kernels/cpu/dense_gemm.h) on the AVX-512 path with few rows a chunk, else
-// sgemm (kernels/cpu/blas.h: the forward as kGeneral, the gradients as
-// kDenseGradient); split into column blocks that run on the pool.
+// dense (fully connected) on the CPU. On the AVX-512 path its own GEMMs:
+// the forward in dense_gemm_forward (kernels/cpu/dense_gemm.h) with few
+// rows a chunk, the gradients in dense_gradient_gemm.h; else sgemm
+// (kernels/cpu/blas.h: the forward as kGeneral, the gradients as
+// kDenseGradient). Split into column blocks that run on the pool.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +28,10 @@ inline constexpr int64_t kDenseOwnForwardMaxRows = 64;
 //           in order (overwritten, or added to when accumulate).
 // Each GEMM is split into blocks of output columns (units for y and dW, input
 // features for dx) fixed by the shape alone; one pool thread computes a
-// block, so the bits do not depend on the pool size. The forward takes a
-// training batch's gradient chunks at once: dense_gemm_forward's rows do not
-// depend on the rows beside them, and sgemm runs once per chunk, in the
+// block, so the bits do not depend on the pool size. The forward and the
+// backward take a training batch's gradient chunks at once: the own GEMMs'
+// outputs do not depend on the rows beside them (and the weight gradient
+// adds the chunks' shares in order), and sgemm runs once per chunk, in the
 // blocks a call on that chunk alone would have.
 class DenseKernel final : public OpKernel {
  public:
@@ -38,6 +40,7 @@ class DenseKernel final : public OpKernel {
   std::string implementation(const Node& node) const override;
   std::string backward_implementation(const Node& node) const override;
   bool forward_handles_gradient_chunks(const Node& node) const override;
+  bool backward_handles_gradient_chunks(const Node& node) const override;
 };
 
 }  // namespace devmap::cpu

@@ -100,13 +100,15 @@ TEST_P(CpuPathProfile, NamesTheKernelAndTheMeasuredPeak) {
     }
     if (op == "fc1") {
       fc1 = true;
-      // The forward's own GEMM runs on the AVX-512 path up to
-      // kDenseOwnForwardMaxRows rows a call (kernels/cpu/dense_gemm.h) unless
-      // DEVMAP_GEMM forces a library, a library's past them and elsewhere.
+      // The own GEMMs run on the AVX-512 path unless DEVMAP_GEMM forces a
+      // library: the forward's up to kDenseOwnForwardMaxRows rows a call
+      // (kernels/cpu/dense_gemm.h), a library's past them; the gradients'
+      // (dense_gradient_gemm.h) for any rows. Elsewhere the libraries.
       const bool own = GetParam() == CpuPath::kAvx512 && !gemm_library_from_environment();
       const std::string forward =
           own ? "dense/avx512, >" + std::to_string(cpu::kDenseOwnForwardMaxRows) + " rows " + gemm : gemm;
-      EXPECT_EQ(kernel, json_field(line, "direction") == "forward" ? forward : onednn) << line;
+      const std::string backward = own ? "dense/avx512" : onednn;
+      EXPECT_EQ(kernel, json_field(line, "direction") == "forward" ? forward : backward) << line;
     }
     EXPECT_FALSE(op == "relu2" && json_field(line, "direction") == "forward")
         << "a fused relu has no forward line: " << line;

@@ -45,19 +45,22 @@ constexpr const char* kUncovered = "uncovered: dense_gemm runs on the avx512 pat
 TEST(DenseGemm, ForwardIsTheDocumentedChainOfFusedMultiplyAdds) {
   if (!cpu::dense_gemm_runs()) GTEST_SKIP() << kUncovered;
   // 37 inputs: two whole lane blocks and a partial one; 9 rows and 13 units:
-  // whole tiles (4 x 6), then single rows and single units.
-  const Dense d(9, 37, 13);
-  for (bool with_bias : {false, true})
-    for (ColumnRange units : {ColumnRange{0, 13}, ColumnRange{5, 12}}) {
-      std::vector<float> y(d.rows * d.units, -7.0f);
-      cpu::dense_gemm_forward(d.operands(), with_bias ? d.bias.data() : nullptr, y.data(), units);
-      for (int64_t m = 0; m < d.rows; ++m)
-        for (int64_t u = 0; u < d.units; ++u) {
-          const float want = u >= units.begin && u < units.end ? documented(d, m, u, with_bias) : -7.0f;
-          EXPECT_EQ(std::memcmp(&y[m * d.units + u], &want, sizeof want), 0)
-              << "row " << m << " unit " << u << " bias " << with_bias << ": " << y[m * d.units + u] << " vs " << want;
-        }
-    }
+  // whole tiles (4 x 6), then single rows and single units. 1100 inputs
+  // and 70 rows: long chains ending in partial lanes, more rows than a
+  // gradient chunk's.
+  for (const Dense& d : {Dense(9, 37, 13), Dense(70, 1100, 13)})
+    for (bool with_bias : {false, true})
+      for (ColumnRange units : {ColumnRange{0, 13}, ColumnRange{5, 12}}) {
+        std::vector<float> y(d.rows * d.units, -7.0f);
+        cpu::dense_gemm_forward(d.operands(), with_bias ? d.bias.data() : nullptr, y.data(), units);
+        for (int64_t m = 0; m < d.rows; ++m)
+          for (int64_t u = 0; u < d.units; ++u) {
+            const float want = u >= units.begin && u < units.end ? documented(d, m, u, with_bias) : -7.0f;
+            EXPECT_EQ(std::memcmp(&y[m * d.units + u], &want, sizeof want), 0)
+                << d.in << " inputs, row " << m << " unit " << u << " bias " << with_bias << ": " << y[m * d.units + u]
+                << " vs " << want;
+          }
+      }
 }
 
 TEST(DenseGemm, ARowHasTheSameBitsInAnyCall) {

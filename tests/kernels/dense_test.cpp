@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/blas.h"
@@ -118,6 +120,52 @@ TEST_P(DenseForwardChunks, OneCallGivesEachChunkItsOwnBits) {
 }
 
 DEVMAP_ON_EVERY_CPU_PATH(DenseForwardChunks);
+
+// One backward call on a training batch's gradient chunks gives each
+// chunk's input gradient the bits of a call on it alone and leaves the
+// parameter gradients the chunk calls, in order, leave (stored, then added;
+// or all added), on every CPU path, in the GEMMs the path picks and in each
+// library forced; the same cases as the forward's.
+class DenseBackwardChunks : public EveryCpuPath {};
+
+void expect_one_backward_call_gives_each_chunk_its_bits(const ChunkCase& c, int threads, bool accumulate) {
+  OpHarness by_chunk(make_node("dense", "fc", {{c.in}}, {{"units", c.units}}), c.batch, threads);
+  randomize(by_chunk, 8);
+  fill_uniform(span_of(by_chunk.d_output), 9, -1, 1);
+  for (Buffer& g : by_chunk.d_params) fill_uniform(span_of(g), 10, -1, 1);
+  OpHarness at_once(by_chunk.node, c.batch, threads);
+  auto copy = [](const Buffer& from, Buffer& to) { std::copy_n(from.data(), from.size(), to.data()); };
+  copy(by_chunk.inputs[0], at_once.inputs[0]);
+  copy(by_chunk.d_output, at_once.d_output);
+  for (size_t i = 0; i < by_chunk.params.size(); ++i) {
+    copy(by_chunk.params[i], at_once.params[i]);
+    copy(by_chunk.d_params[i], at_once.d_params[i]);
+  }
+  for (int64_t first = 0; first < c.batch; first += c.chunk)
+    by_chunk.backward_rows(first, std::min(c.chunk, c.batch - first), accumulate || first > 0);
+  at_once.backward_chunks(c.chunk, accumulate);
+  const std::string what = std::to_string(c.in) + " -> " + std::to_string(c.units) + ", chunks of " +
+                           std::to_string(c.chunk) + " in " + std::to_string(c.batch) + ", " + std::to_string(threads) +
+                           " threads, accumulate " + std::to_string(accumulate);
+  EXPECT_TRUE(same_bits(at_once.d_inputs[0], by_chunk.d_inputs[0])) << "input gradient, " << what;
+  EXPECT_TRUE(same_bits(at_once.d_params[0], by_chunk.d_params[0])) << "weight gradient, " << what;
+  EXPECT_TRUE(same_bits(at_once.d_params[1], by_chunk.d_params[1])) << "bias gradient, " << what;
+}
+
+TEST_P(DenseBackwardChunks, OneCallGivesEachChunkItsOwnBits) {
+  const ChunkCase cases[] = {{50, 20, 16, 40}, {50, 20, 80, 200}, {784, 256, 32, 40}, {784, 256, 80, 150}};
+  for (std::optional<GemmLibrary> library :
+       {std::optional<GemmLibrary>{}, std::optional{GemmLibrary::kOpenBlas}, std::optional{GemmLibrary::kOneDnn}}) {
+    std::optional<cpu::ScopedGemmLibrary> forced;
+    if (library) forced.emplace(*library);
+    for (const ChunkCase& c : cases)
+      for (int threads : {1, 2})
+        for (bool accumulate : {false, true})
+          expect_one_backward_call_gives_each_chunk_its_bits(c, threads, accumulate);
+  }
+}
+
+DEVMAP_ON_EVERY_CPU_PATH(DenseBackwardChunks);
 
 }  // namespace
 }  // namespace devmap::test

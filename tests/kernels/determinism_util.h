@@ -52,7 +52,9 @@ inline void expect_deterministic(const Node& node, int64_t batch) {
 // outputs, the input gradients, and the parameter gradients the chunks add
 // in order. A batch of 40 in chunks of 16, 16 and 8, on 1 and 2 threads,
 // overwriting and accumulating. A kernel whose forward takes every chunk at
-// once (forward_handles_gradient_chunks) gives the chunk calls' outputs.
+// once (forward_handles_gradient_chunks) gives the chunk calls' outputs; one
+// whose backward does (backward_handles_gradient_chunks) gives their input
+// gradients and what they leave in the parameter gradients.
 inline void expect_chunk_calls_independent_of_their_buffer(const Node& node) {
   constexpr int64_t kBatch = 40, kChunk = 16;
   for (int threads : {1, 2})
@@ -104,15 +106,30 @@ inline void expect_chunk_calls_independent_of_their_buffer(const Node& node) {
         EXPECT_TRUE(same_bits(running[i], whole.d_params[i]))
             << node.op() << " parameter gradient " << i << ", " << threads << " threads, accumulate " << accumulate;
       // A kernel given every chunk at once gives each the bits of its call.
-      if (!whole.kernel->forward_handles_gradient_chunks(node)) continue;
       OpHarness at_once(node, kBatch, threads);
       for (size_t i = 0; i < at_once.inputs.size(); ++i)
         std::copy_n(whole.inputs[i].data(), whole.inputs[i].size(), at_once.inputs[i].data());
       for (size_t i = 0; i < at_once.params.size(); ++i)
         std::copy_n(whole.params[i].data(), whole.params[i].size(), at_once.params[i].data());
-      at_once.forward_chunks(kChunk);
-      EXPECT_TRUE(same_bits(at_once.output, whole.output))
-          << node.op() << " output of one call on every chunk, " << threads << " threads";
+      if (whole.kernel->forward_handles_gradient_chunks(node)) {
+        at_once.forward_chunks(kChunk);
+        EXPECT_TRUE(same_bits(at_once.output, whole.output))
+            << node.op() << " output of one call on every chunk, " << threads << " threads";
+      }
+      if (!whole.kernel->backward_handles_gradient_chunks(node)) continue;
+      std::copy_n(whole.output.data(), whole.output.size(), at_once.output.data());
+      std::copy_n(whole.d_output.data(), whole.d_output.size(), at_once.d_output.data());
+      for (size_t i = 0; i < at_once.d_params.size(); ++i) fill_uniform(span_of(at_once.d_params[i]), 30 + i, -1, 1);
+      at_once.backward_chunks(kChunk, accumulate);
+      for (size_t i = 0; i < at_once.d_inputs.size(); ++i) {
+        if (!at_once.want_input_grad[i]) continue;
+        EXPECT_TRUE(same_bits(at_once.d_inputs[i], whole.d_inputs[i]))
+            << node.op() << " input gradient " << i << " of one call on every chunk, " << threads << " threads";
+      }
+      for (size_t i = 0; i < at_once.d_params.size(); ++i)
+        EXPECT_TRUE(same_bits(at_once.d_params[i], whole.d_params[i]))
+            << node.op() << " parameter gradient " << i << " of one call on every chunk, " << threads
+            << " threads, accumulate " << accumulate;
     }
 }
 

@@ -135,7 +135,8 @@ class OpHarness {
   // is false.
   void backward(bool accumulate = false) { backward_rows(0, batch, accumulate); }
 
-  void backward_rows(int64_t first, int64_t count, bool accumulate = false) {
+  // gradient_chunk: BackwardArgs::gradient_chunk (0: the rows are one chunk).
+  void backward_rows(int64_t first, int64_t count, bool accumulate = false, int64_t gradient_chunk = 0) {
     std::vector<TensorView> in, par, d_in, d_par;
     for (int i = 0; i < static_cast<int>(inputs.size()); ++i) {
       TensorView v = batch_rows(input(i), first, count);
@@ -155,11 +156,17 @@ class OpHarness {
     if (!pass_output_to_backward) y.data = nullptr;
     const int64_t offset = ctx.sample_offset;
     ctx.sample_offset = offset + first;
-    BackwardArgs args{node, in,    par,        y,   batch_rows(d_output.view(output_shape()), first, count),
-                      d_in, d_par, accumulate, ctx, relu_input_gradient};
+    BackwardArgs args{node,          in,    par,        y,   batch_rows(d_output.view(output_shape()), first, count),
+                      d_in,          d_par, accumulate, ctx, relu_input_gradient,
+                      gradient_chunk};
     kernel->backward(args);
     ctx.sample_offset = offset;
   }
+
+  // One call on the whole batch as gradient chunks of `chunk` samples, as
+  // the executor calls a kernel whose backward_handles_gradient_chunks() is
+  // true.
+  void backward_chunks(int64_t chunk, bool accumulate = false) { backward_rows(0, batch, accumulate, chunk); }
 
   Node node;
   int64_t batch;
