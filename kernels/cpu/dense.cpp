@@ -113,6 +113,18 @@ void DenseKernel::forward(const ForwardArgs& args) {
 
 namespace {
 
+// The gradients a backward call writes: dx null when the input needs none,
+// db null without a bias.
+struct DenseGradients {
+  float* dx;
+  float* dw;
+  float* db;
+};
+
+DenseGradients gradients_of(const BackwardArgs& args) {
+  return {args.d_inputs[0].data, args.d_params[0].data, args.d_params.size() > 1 ? args.d_params[1].data : nullptr};
+}
+
 // db[u] for u in [u0, u1) (+)= the column sums of dy's `rows` rows,
 // samples added in order, in double, rounded once.
 void bias_gradient(const float* dy, int64_t rows, int64_t units, ColumnRange cols, float* db, bool add) {
@@ -136,9 +148,7 @@ void library_backward_chunk(const BackwardArgs& args, int64_t first, int64_t row
   const float* dy = args.d_output.data + first * units;
   const float* x = args.inputs[0].data + first * in;
   const float* w = args.params[0].data;
-  float* dx = args.d_inputs[0].data;
-  float* dw = args.d_params[0].data;
-  float* db = args.d_params.size() > 1 ? args.d_params[1].data : nullptr;
+  const auto [dx, dw, db] = gradients_of(args);
   const double flops = 2.0 * static_cast<double>(rows * in * units);
   if (dx != nullptr)
     for_blocks(args.ctx.pool, blocks_of(in, flops), [&](int64_t i0, int64_t i1) {
@@ -158,9 +168,7 @@ void own_backward(const BackwardArgs& args) {
   const int64_t batch = args.d_output.shape[0], units = args.d_output.shape[1];
   const int64_t in = args.node.input_shapes[0][0];
   const DenseGradientOperands o{{batch, in, units, args.inputs[0].data, args.params[0].data}, args.d_output.data};
-  float* dx = args.d_inputs[0].data;
-  float* dw = args.d_params[0].data;
-  float* db = args.d_params.size() > 1 ? args.d_params[1].data : nullptr;
+  const auto [dx, dw, db] = gradients_of(args);
   const double flops = 2.0 * static_cast<double>(batch * in * units);
   if (dx != nullptr)
     for_blocks(args.ctx.pool, blocks_of(in, flops), [&](int64_t i0, int64_t i1) {

@@ -108,15 +108,24 @@ void expect_one_call_gives_each_chunk_its_bits(const ChunkCase& c, int threads) 
       << c.in << " -> " << c.units << ", chunks of " << c.chunk << " in " << c.batch << ", " << threads << " threads";
 }
 
-TEST_P(DenseForwardChunks, OneCallGivesEachChunkItsOwnBits) {
-  const ChunkCase cases[] = {{50, 20, 16, 40}, {50, 20, 80, 200}, {784, 256, 32, 40}, {784, 256, 80, 150}};
+constexpr ChunkCase kChunkCases[] = {{50, 20, 16, 40}, {50, 20, 80, 200}, {784, 256, 32, 40}, {784, 256, 80, 150}};
+
+// fn() with the GEMMs the path picks, then with each library forced.
+template <class Fn>
+void with_each_gemm_choice(const Fn& fn) {
   for (std::optional<GemmLibrary> library :
        {std::optional<GemmLibrary>{}, std::optional{GemmLibrary::kOpenBlas}, std::optional{GemmLibrary::kOneDnn}}) {
     std::optional<cpu::ScopedGemmLibrary> forced;
     if (library) forced.emplace(*library);
-    for (const ChunkCase& c : cases)
-      for (int threads : {1, 2}) expect_one_call_gives_each_chunk_its_bits(c, threads);
+    fn();
   }
+}
+
+TEST_P(DenseForwardChunks, OneCallGivesEachChunkItsOwnBits) {
+  with_each_gemm_choice([] {
+    for (const ChunkCase& c : kChunkCases)
+      for (int threads : {1, 2}) expect_one_call_gives_each_chunk_its_bits(c, threads);
+  });
 }
 
 DEVMAP_ON_EVERY_CPU_PATH(DenseForwardChunks);
@@ -153,16 +162,12 @@ void expect_one_backward_call_gives_each_chunk_its_bits(const ChunkCase& c, int 
 }
 
 TEST_P(DenseBackwardChunks, OneCallGivesEachChunkItsOwnBits) {
-  const ChunkCase cases[] = {{50, 20, 16, 40}, {50, 20, 80, 200}, {784, 256, 32, 40}, {784, 256, 80, 150}};
-  for (std::optional<GemmLibrary> library :
-       {std::optional<GemmLibrary>{}, std::optional{GemmLibrary::kOpenBlas}, std::optional{GemmLibrary::kOneDnn}}) {
-    std::optional<cpu::ScopedGemmLibrary> forced;
-    if (library) forced.emplace(*library);
-    for (const ChunkCase& c : cases)
+  with_each_gemm_choice([] {
+    for (const ChunkCase& c : kChunkCases)
       for (int threads : {1, 2})
         for (bool accumulate : {false, true})
           expect_one_backward_call_gives_each_chunk_its_bits(c, threads, accumulate);
-  }
+  });
 }
 
 DEVMAP_ON_EVERY_CPU_PATH(DenseBackwardChunks);
