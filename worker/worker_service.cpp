@@ -182,6 +182,12 @@ class Worker {
     // watchdog goes on sending heartbeats).
     if (const char* f = std::getenv("DEVMAP_TEST_FAIL_AT_STEP")) fail_at_step_ = std::atoll(f);
     if (const char* h = std::getenv("DEVMAP_TEST_HANG_AT_STEP")) hang_at_step_ = std::atoll(h);
+    // Or run it slowly: "N:MS" sleeps MS ms after each instruction of step N.
+    if (const char* w = std::getenv("DEVMAP_TEST_SLOW_AT_STEP")) {
+      char* end = nullptr;
+      slow_at_step_ = std::strtoll(w, &end, 10);
+      slow_instruction_ms_ = *end == ':' ? std::atoll(end + 1) : 0;
+    }
   }
 
   const Executor& executor() const { return *exec_; }
@@ -325,7 +331,8 @@ class Worker {
   }
 
   // The failure or hang the tests ask for at a training step
-  // (DEVMAP_TEST_FAIL_AT_STEP, DEVMAP_TEST_HANG_AT_STEP).
+  // (DEVMAP_TEST_FAIL_AT_STEP, DEVMAP_TEST_HANG_AT_STEP; the slow step,
+  // DEVMAP_TEST_SLOW_AT_STEP, is run_passes').
   void inject_test_faults(const wire::Step& s) const {
     if (fail_at_step_ >= 0 && s.step == fail_at_step_ && (s.flags & wire::kTrain))
       throw_runtime("injected failure at step " + std::to_string(s.step) + " (DEVMAP_TEST_FAIL_AT_STEP)");
@@ -363,10 +370,13 @@ class Worker {
     std::vector<wire::MicroResult> micro;
     // A device without trained parameters has no gradients mapped, and none to send.
     const bool send_gradients = (s.flags & wire::kSendGradients) != 0 && gradients_;
-    if (send_gradients) {
-      gradients_->begin(s.step, send_);
-      exec_->set_after_instruction([this](const Instr& ins) { gradients_->after(ins); });
-    }
+    const bool slow = slow_at_step_ >= 0 && s.step == slow_at_step_ && (s.flags & wire::kTrain);
+    if (send_gradients) gradients_->begin(s.step, send_);
+    if (send_gradients || slow)
+      exec_->set_after_instruction([this, send_gradients, slow](const Instr& ins) {
+        if (send_gradients) gradients_->after(ins);
+        if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(slow_instruction_ms_));
+      });
     try {
       if (s.micro_batches == 0)
         run_batch(s, done);
@@ -376,10 +386,8 @@ class Worker {
       exec_->set_after_instruction(nullptr);
       throw;
     }
-    if (send_gradients) {
-      exec_->set_after_instruction(nullptr);
-      gradients_->end();
-    }
+    exec_->set_after_instruction(nullptr);
+    if (send_gradients) gradients_->end();
     return micro;
   }
 
@@ -522,7 +530,7 @@ class Worker {
   std::unique_ptr<Executor> exec_;
   double peak_flops_ = 0;  // WorkerRuntime::peak_flops_per_core, when profiling
   int loss_node_ = -1, metric_node_ = -1;
-  int64_t fail_at_step_ = -1, hang_at_step_ = -1;
+  int64_t fail_at_step_ = -1, hang_at_step_ = -1, slow_at_step_ = -1, slow_instruction_ms_ = 0;
   TraceBuffer trace_;           // the traced step's timeline, reused step after step (storage made at the first)
   std::vector<float> staging_;  // PARAMS_IO's host copy of a tensor the CPU cannot address
   GradientOutlet::Send send_;

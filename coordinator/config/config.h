@@ -118,8 +118,9 @@ struct TrainConfig {
 // graceful stop may take. Durations in seconds.
 struct FaultConfig {
   // A worker that has not finished the step (or checkpoint write) in
-  // flight after max(step_timeout, kPlannedStepFactor x the planned step
-  // time) is declared hung and killed.
+  // flight while no worker has finished an instruction for
+  // max(step_timeout, kPlannedStepFactor x the planned step time) is
+  // declared hung and killed.
   double step_timeout = 30;
   // A worker whose watchdog has sent no heartbeat for this long is declared
   // unresponsive (stopped, or cut off).

@@ -168,9 +168,16 @@ void WorkerGroup::watch(const std::string& waiting_for) {
     std::string a = activity(w);
     return a.rfind("recv ", 0) == 0 || a.rfind("send ", 0) == 0;
   };
+  // A step progresses while any worker finishes instructions: one slow
+  // worker keeps going, and those that wait for its tensors in recv or send
+  // are not stuck either. Each busy worker's deadline runs from the later
+  // of its request and the group's last finished instruction.
+  Clock::time_point group_progress{};
+  for (auto& w : workers_) group_progress = std::max(group_progress, w->last_progress);
+  auto stalled_since = [&](const Worker& w) { return std::max(w.busy_since, group_progress); };
   std::vector<Worker*> overdue;
   for (auto& w : workers_)
-    if (w->busy && since(w->busy_since, now) > w->deadline_seconds) overdue.push_back(w.get());
+    if (w->busy && since(stalled_since(*w), now) > w->deadline_seconds) overdue.push_back(w.get());
   if (overdue.empty()) return;
   // Of the workers past their deadline, blame a silent watchdog (a stopped
   // process) first, then one busy in a kernel, and last one blocked in send
@@ -184,8 +191,9 @@ void WorkerGroup::watch(const std::string& waiting_for) {
     if (rank(*w) < rank(*hung)) hung = w;
   char factor[32];
   std::snprintf(factor, sizeof factor, "%g", policy_.factor);
-  std::string what = "made no progress on " + waiting_for + " for " + seconds(since(hung->busy_since, now)) +
-                     " (limit " + seconds(hung->deadline_seconds) + ": the larger of faults.step_timeout " +
+  std::string what = "made no progress on " + waiting_for + " for " + seconds(since(stalled_since(*hung), now)) +
+                     " (no worker finished an instruction; limit " + seconds(hung->deadline_seconds) +
+                     ": the larger of faults.step_timeout " +
                      seconds(std::chrono::duration<double>(policy_.step_timeout).count()) + " and " + factor +
                      "x the expected time)";
   if (hung->heard)

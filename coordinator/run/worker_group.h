@@ -5,13 +5,16 @@
 //  - a worker that reports an ERROR or whose process ends fails at once;
 //  - a worker whose watchdog sends no heartbeat for heartbeat_timeout is
 //    unresponsive (stopped, or cut off);
-//  - a worker that has not answered the step or request in flight within
-//    max(step_timeout, factor x expected time) is hung, even when its
-//    heartbeats still come (a kernel that never returns). A step's expected
-//    time is the plan's pessimistic estimate for its batch until a step has
-//    been measured; from then on that estimate scaled by the slowest
-//    measured/estimated ratio so far. So a long but healthy micro-batch is
-//    not killed, and a hang is found soon after the first step.
+//  - a worker that has not answered the step or request in flight while no
+//    worker of the group has finished an instruction for max(step_timeout,
+//    factor x expected time) is hung, even when its heartbeats still come
+//    (a kernel that never returns); a slow worker whose instructions keep
+//    finishing, and the workers that wait for its tensors, are not. A
+//    step's expected time is the plan's pessimistic estimate for its batch
+//    until a step has been measured; from then on that estimate scaled by
+//    the slowest measured/estimated ratio so far. So a long but healthy
+//    micro-batch is not killed, and a hang is found soon after the first
+//    step.
 // Each ends the wait with WorkerFailed naming the worker, its device, its
 // pid and what it was doing; the caller unwinds, which kills and reaps the
 // rest.

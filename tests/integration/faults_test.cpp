@@ -285,6 +285,22 @@ TEST_P(Faults, KernelThatNeverReturnsIsFoundThoughHeartbeatsGoOn) {
   EXPECT_NE(r.err.find("its last heartbeat, 0."), std::string::npos) << "heartbeats went on: " << r.err;
 }
 
+TEST_P(Faults, SlowWorkerWhoseInstructionsFinishIsNotDeclaredHung) {
+  // Every instruction of the 7th step sleeps 300 ms on both workers: the
+  // step outlasts its 1 s limit several times over, yet some instruction
+  // finishes every 300 ms (while one worker sleeps, the other may wait for
+  // its tensors in recv).
+  ProcessResult r = run_process(args("slow", {"--set", "faults.step_timeout=1"}), dir_.path(),
+                                {"TMPDIR=" + dir_.path(), "DEVMAP_TEST_SLOW_AT_STEP=6:300"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string metrics = dir_.path() + "/slow.jsonl";
+  double slow_ms = 0;
+  for (const std::string& line : lines_with(read_file(metrics), "step"))
+    if (json_field(line, "step") == "7") slow_ms = std::stod(json_field(line, "step_ms"));
+  EXPECT_GT(slow_ms, 2000.0) << "the slow step did not outlast its limit: " << read_file(metrics);
+  EXPECT_EQ(losses(metrics), reference_);
+}
+
 TEST_P(Faults, WorkerKilledOnceIsRestartedAndTheRunEndsWithTheSameLosses) {
   BackgroundProcess coordinator(args("restart", {"--set", "train.max_restarts=1"}), dir_.path(), env());
   const std::string metrics = dir_.path() + "/restart.jsonl";
