@@ -331,8 +331,8 @@ class Worker {
   }
 
   // The failure or hang the tests ask for at a training step
-  // (DEVMAP_TEST_FAIL_AT_STEP, DEVMAP_TEST_HANG_AT_STEP; the slow step,
-  // DEVMAP_TEST_SLOW_AT_STEP, is run_passes').
+  // (DEVMAP_TEST_FAIL_AT_STEP, DEVMAP_TEST_HANG_AT_STEP; run_passes slows
+  // the step DEVMAP_TEST_SLOW_AT_STEP names).
   void inject_test_faults(const wire::Step& s) const {
     if (fail_at_step_ >= 0 && s.step == fail_at_step_ && (s.flags & wire::kTrain))
       throw_runtime("injected failure at step " + std::to_string(s.step) + " (DEVMAP_TEST_FAIL_AT_STEP)");

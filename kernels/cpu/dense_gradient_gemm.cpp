@@ -6,6 +6,7 @@
 #include "kernels/cpu/dense_gradient_gemm.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/cpu/cpu_dispatch.h"
 
@@ -35,10 +36,11 @@ DEVMAP_INLINE __mmask16 lanes_of(int v, const Columns& c) {
   return v == NV - 1 ? c.last : static_cast<__mmask16>(0xFFFF);
 }
 
-// Runs tile<NV>(columns) over [begin, end) in tiles of at most kVectors
-// vectors: whole tiles, then one of the vectors left, its last one partial.
+// Runs tile<NV>(columns) over [begin, end) in tiles of kVectors vectors,
+// then one of the 1 or 2 vectors left, its last one partial.
 template <int kVectors, class Tile>
 DEVMAP_INLINE void for_column_tiles(int64_t begin, int64_t end, const Tile& tile) {
+  static_assert(kVectors == 3, "the tiles left over have 1 or 2 vectors");
   for (int64_t i = begin; i < end; i += kVectors * kLanes) {
     const int64_t width = std::min<int64_t>(kVectors * kLanes, end - i);
     const int64_t vectors = (width + kLanes - 1) / kLanes;
