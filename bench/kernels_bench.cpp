@@ -19,6 +19,7 @@
 #include <random>
 #include <vector>
 
+#include "coordinator/config/config.h"
 #include "core/exec/executor.h"
 #include "core/graph/graph.h"
 #include "core/plan/program.h"
@@ -81,12 +82,12 @@ struct OpFixture {
     kernel->forward(
         ForwardArgs{node, in_views, param_views, output.view(node.out_shape_for(in_views[0].shape[0])), ctx});
   }
-  // Like a training step of the default train.gradient_chunk (32): a kernel
+  // Like a training step of the default train.gradient_chunk: a kernel
   // that takes every chunk at once gets them in one call (as the executor
   // calls it), any other the whole batch as one chunk.
   void backward() {
     Shape ys = node.out_shape_for(in_views[0].shape[0]);
-    const int64_t chunk = kernel->backward_handles_gradient_chunks(node) ? 32 : 0;
+    const int64_t chunk = kernel->backward_handles_gradient_chunks(node) ? TrainConfig{}.gradient_chunk : 0;
     kernel->backward(BackwardArgs{node, in_views, param_views, output.view(ys), d_output.view(ys), din_views,
                                   dparam_views, false, ctx, false, chunk});
   }

@@ -94,12 +94,7 @@ constexpr int kInputRows = 8, kInputVectors = 3;
 constexpr int64_t kInputUnitBlock = 64;
 
 DEVMAP_TARGET_AVX512 void input_gradient_avx512(const DenseGradientOperands& o, float* dx, ColumnRange inputs) {
-  const int64_t rows = o.forward.rows, units = o.forward.units;
-  if (units == 0) {  // an empty sum
-    for (int64_t m = 0; m < rows; ++m)
-      std::fill(dx + m * o.forward.in + inputs.begin, dx + m * o.forward.in + inputs.end, 0.0f);
-    return;
-  }
+  const int64_t rows = o.forward.rows, units = o.forward.units;  // units >= 1 (the op's schema)
   for (int64_t u0 = 0; u0 < units; u0 += kInputUnitBlock) {
     const int64_t u1 = std::min(units, u0 + kInputUnitBlock);
     for_column_tiles<kInputVectors>(inputs.begin, inputs.end, [&](auto vectors, const Columns& c) DEVMAP_TARGET_AVX512 {
